@@ -1,0 +1,69 @@
+"""Shared fixtures: d2l 1.0.3 as a numerical oracle, and weight-copying helpers."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+
+import pytest
+import torch
+from hypothesis import settings
+
+# Property tests: at least 200 examples each, no per-example deadline (CI machines are slow),
+# and the same examples on every run so that a failure is reproducible.
+settings.register_profile("book", max_examples=200, deadline=None, derandomize=True,
+                          database=None)
+settings.load_profile("book")
+
+
+def _import_d2l():
+    """``from d2l import torch as d2l``, with a stand-in for torchvision where it cannot load.
+
+    d2l imports torchvision only for its image data sets, which these tests never touch;
+    there is no CPU build of torchvision on the CI machine.
+    """
+    try:
+        importlib.import_module("torchvision")
+    except Exception:  # not installed, or built for another torch
+        stub = types.ModuleType("torchvision")
+        stub.transforms = types.ModuleType("torchvision.transforms")
+        stub.datasets = types.ModuleType("torchvision.datasets")
+        sys.modules.update({"torchvision": stub, "torchvision.transforms": stub.transforms,
+                            "torchvision.datasets": stub.datasets})
+    from d2l import torch as d2l
+
+    return d2l
+
+
+@pytest.fixture(scope="session")
+def d2l():
+    return _import_d2l()
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    torch.manual_seed(0)
+
+
+def randomize_(module: torch.nn.Module, scale: float = 0.3) -> torch.nn.Module:
+    """Give every parameter random values (LayerNorm's 1s and 0s would hide a mix-up)."""
+    with torch.no_grad():
+        for p in module.parameters():
+            p.copy_(torch.randn_like(p) * scale)
+    return module
+
+
+@torch.no_grad()
+def mha_into_torch(ours, ref: torch.nn.MultiheadAttention) -> None:
+    """Copy our MultiHeadAttention's weights into a torch.nn.MultiheadAttention."""
+    if ref._qkv_same_embed_dim:
+        ref.in_proj_weight.copy_(torch.cat([ours.W_q.weight, ours.W_k.weight, ours.W_v.weight]))
+    else:
+        ref.q_proj_weight.copy_(ours.W_q.weight)
+        ref.k_proj_weight.copy_(ours.W_k.weight)
+        ref.v_proj_weight.copy_(ours.W_v.weight)
+    ref.out_proj.weight.copy_(ours.W_o.weight)
+    if ours.W_q.bias is not None:
+        ref.in_proj_bias.copy_(torch.cat([ours.W_q.bias, ours.W_k.bias, ours.W_v.bias]))
+        ref.out_proj.bias.copy_(ours.W_o.bias)

@@ -1,0 +1,92 @@
+"""Masked softmax and the scoring functions against torch's fused attention and d2l."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import transformer_lib as tl
+
+
+def test_masked_softmax_matches_d2l_for_1d_and_2d_valid_lens(d2l):
+    X = torch.randn(2, 3, 5)
+    for valid_lens in (torch.tensor([2, 5]), torch.tensor([[1, 3, 5], [2, 4, 4]])):
+        torch.testing.assert_close(tl.masked_softmax(X, valid_lens), d2l.masked_softmax(X.clone(), valid_lens))
+
+
+def test_row_without_valid_keys_is_zero_not_uniform(d2l):
+    X = torch.randn(2, 2, 4)
+    valid_lens = torch.tensor([0, 3])
+    ours = tl.masked_softmax(X, valid_lens)
+    assert torch.equal(ours[0], torch.zeros(2, 4))
+    # d2l fills with -1e6, so an all-masked row becomes uniform (d2l PR #2423).
+    torch.testing.assert_close(d2l.masked_softmax(X.clone(), valid_lens)[0], torch.full((2, 4), 0.25))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_no_nan_in_low_precision_even_with_huge_scores(dtype):
+    X = (torch.randn(3, 4, 6) * 1e4).to(dtype)
+    valid_lens = torch.tensor([0, 1, 6])
+    W = tl.masked_softmax(X, valid_lens, causal=True)
+    assert not W.isnan().any()
+    assert torch.equal(W[0], torch.zeros_like(W[0]))
+    torch.testing.assert_close(W[2].float().sum(-1), torch.ones(4), atol=1e-2, rtol=0)
+
+
+def test_gradients_stay_finite_for_empty_rows():
+    X = torch.randn(2, 3, 4, requires_grad=True)
+    q = torch.randn(2, 2, 3, 8, requires_grad=True)
+    tl.masked_softmax(X, torch.tensor([0, 2])).sum().backward()
+    tl.scaled_dot_product_attention(q, q, q, torch.tensor([0, 3])).sum().backward()
+    assert torch.isfinite(X.grad).all() and torch.isfinite(q.grad).all()
+
+
+def _random_mask(shape, p=0.6):
+    return torch.rand(shape) < p
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_matches_torch_sdpa(causal):
+    q, k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 5, 8), torch.randn(2, 3, 5, 4)
+    mask = _random_mask((2, 1, 5, 5))
+    mask[..., 0] = True  # every query sees key 0, so torch's result has no NaN rows either
+    ref_mask = mask & torch.ones(5, 5, dtype=torch.bool).tril() if causal else mask
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=ref_mask)
+    explicit, _ = tl.scaled_dot_product_attention(q, k, v, attn_mask=mask, causal=causal, return_weights=True)
+    fused = tl.scaled_dot_product_attention(q, k, v, attn_mask=mask, causal=causal)
+    torch.testing.assert_close(explicit, ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(fused, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_explicit_weights_are_softmax_of_scaled_scores():
+    q, k, v = torch.randn(2, 4, 8), torch.randn(2, 6, 8), torch.randn(2, 6, 3)
+    out, W = tl.DotProductAttention()(q, k, v, return_weights=True)
+    torch.testing.assert_close(W, torch.softmax(q @ k.transpose(1, 2) / math.sqrt(8), -1))
+    torch.testing.assert_close(out, W @ v)
+
+
+def test_dot_product_attention_matches_d2l(d2l):
+    q, k, v = torch.randn(2, 4, 8), torch.randn(2, 6, 8), torch.randn(2, 6, 3)
+    valid_lens = torch.tensor([2, 6])
+    ref = d2l.DotProductAttention(0.0).eval()
+    out, W = tl.DotProductAttention().eval()(q, k, v, valid_lens, return_weights=True)
+    torch.testing.assert_close(out, ref(q, k, v, valid_lens))
+    torch.testing.assert_close(W, ref.attention_weights)
+
+
+def test_causal_mask_is_bottom_right_aligned_for_cached_queries():
+    mask = tl.attention_mask((1, 2, 5), causal=True)  # 2 new queries after 3 cached keys
+    assert mask.tolist() == [[True, True, True, True, False], [True, True, True, True, True]]
+
+
+def test_additive_attention_matches_d2l(d2l):
+    q, k, v = torch.randn(2, 1, 20), torch.randn(2, 10, 2), torch.randn(2, 10, 4)
+    valid_lens = torch.tensor([2, 6])
+    ref = d2l.AdditiveAttention(8, 0.0).eval()
+    ref(q, k, v, valid_lens)  # materialise d2l's lazy layers
+    ours = tl.AdditiveAttention(8, query_size=20, key_size=2).eval()
+    ours.load_state_dict(ref.state_dict())
+    out, W = ours(q, k, v, valid_lens, return_weights=True)
+    torch.testing.assert_close(out, ref(q, k, v, valid_lens))
+    torch.testing.assert_close(W, ref.attention_weights)

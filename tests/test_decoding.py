@@ -1,0 +1,81 @@
+"""Incremental decoding with the key/value cache equals full-sequence decoding."""
+
+import pytest
+import torch
+
+import transformer_lib as tl
+
+SRC_VOCAB, TGT_VOCAB = 40, 35
+
+
+@pytest.fixture
+def model():
+    torch.manual_seed(0)
+    config = tl.TransformerConfig(SRC_VOCAB, TGT_VOCAB, num_hiddens=32, ffn_num_hiddens=64, num_heads=4,
+                                  num_enc_blks=2, num_dec_blks=3, dropout=0.1)
+    return tl.Transformer(config).eval()
+
+
+def test_cached_steps_give_the_full_sequence_logits_and_weights(model):
+    src = torch.randint(0, SRC_VOCAB, (3, 6))
+    src_lens = torch.tensor([6, 2, 4])
+    tgt = torch.randint(0, TGT_VOCAB, (3, 9))
+    with torch.no_grad():
+        enc = model.encoder(src, src_lens)
+        full, full_w = model.decoder(tgt, enc, src_lens, return_weights=True)
+        cache = model.decoder.init_cache()
+        steps = []
+        for t in range(tgt.shape[1]):
+            logits, w = model.decoder(tgt[:, t:t + 1], enc, src_lens, cache=cache, return_weights=True)
+            steps.append(logits)
+            for kind in ("self", "cross"):
+                for layer in range(3):
+                    step_w, full_row = w[kind][layer][:, :, 0], full_w[kind][layer][:, :, t]
+                    torch.testing.assert_close(step_w, full_row[..., :step_w.shape[-1]], atol=1e-6, rtol=1e-5)
+    assert cache.length == tgt.shape[1]
+    torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_cache_accepts_several_new_steps_at_once(model):
+    src, tgt = torch.randint(0, SRC_VOCAB, (2, 5)), torch.randint(0, TGT_VOCAB, (2, 7))
+    with torch.no_grad():
+        enc = model.encoder(src)
+        full = model.decoder(tgt, enc)
+        cache = model.decoder.init_cache()
+        parts = [model.decoder(tgt[:, a:b], enc, cache=cache) for a, b in ((0, 3), (3, 4), (4, 7))]
+    torch.testing.assert_close(torch.cat(parts, 1), full, atol=1e-5, rtol=1e-5)
+
+
+def test_greedy_decoding_is_identical_with_and_without_cache(model):
+    src = torch.randint(0, SRC_VOCAB, (4, 7))
+    src_lens = torch.tensor([7, 5, 3, 1])
+    cached = tl.greedy_decode(model, src, src_lens, bos_id=1, max_len=20, use_cache=True)
+    full = tl.greedy_decode(model, src, src_lens, bos_id=1, max_len=20, use_cache=False)
+    assert cached.shape == (4, 20)
+    assert torch.equal(cached, full)
+
+
+def test_greedy_decoding_stops_at_eos_and_restores_training_mode(model):
+    model.train()
+    src = torch.randint(0, SRC_VOCAB, (2, 4))
+    first = tl.greedy_decode(model, src, bos_id=1, max_len=1)
+    eos = int(first[0, 0])  # the token row 0 emits first: use it as the end-of-sequence id
+    out = tl.greedy_decode(model, src, bos_id=1, max_len=30, eos_id=eos)
+    assert model.training
+    assert out[0, 0] == eos
+    ended = (out == eos).cumsum(1) > 0
+    assert torch.all(out[ended] == eos)  # after eos, only eos
+    assert out.shape[1] == 30 or bool(ended[:, -1].all())
+
+
+def test_beam_reorder_keeps_the_chosen_rows(model):
+    src, tgt = torch.randint(0, SRC_VOCAB, (3, 5)), torch.randint(0, TGT_VOCAB, (3, 4))
+    with torch.no_grad():
+        enc = model.encoder(src)
+        cache = model.decoder.init_cache()
+        model.decoder(tgt[:, :3], enc, cache=cache)
+        index = torch.tensor([2, 2, 0])
+        cache.reorder(index)
+        step = model.decoder(tgt[index, 3:], enc[index], cache=cache)
+        full = model.decoder(tgt[index], enc[index])
+    torch.testing.assert_close(step[:, 0], full[:, 3], atol=1e-5, rtol=1e-5)
