@@ -7,6 +7,7 @@ One concept per module:
 - :mod:`.ffn`         the position-wise feed-forward network
 - :mod:`.addnorm`     residual connection + LayerNorm
 - :mod:`.positional`  sinusoidal positional encoding
+- :mod:`.stack`       embeddings + positional encoding + N blocks, shared by encoder and decoder
 - :mod:`.encoder`, :mod:`.decoder`, :mod:`.model`   the encoder-decoder Transformer
 - :mod:`.decoding`    greedy decoding with or without the cache
 """

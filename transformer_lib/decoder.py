@@ -4,17 +4,16 @@ key/value cache that makes step-by-step generation cost O(T) instead of O(T^2) l
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_tensor, check_token_ids
+from ._checks import check_tensor
 from .addnorm import AddNorm
 from .ffn import PositionWiseFFN
 from .multihead import KVCache, MultiHeadAttention
-from .positional import PositionalEncoding
+from .stack import EmbeddedBlockStack
 
 
 @dataclass
@@ -67,21 +66,14 @@ class TransformerDecoderBlock(nn.Module):
         return (out, self_w, cross_w) if return_weights else out
 
 
-class TransformerDecoder(nn.Module):
+class TransformerDecoder(EmbeddedBlockStack):
     """Target token ids ``(B, T)`` + encoder outputs -> next-token logits ``(B, T, vocab_size)``."""
 
     def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  num_blks: int, dropout: float = 0.0, use_bias: bool = False, max_len: int = 1000):
-        super().__init__()
-        check_positive_int("vocab_size", vocab_size)
-        check_positive_int("num_blks", num_blks)
-        self.vocab_size, self.num_hiddens = vocab_size, num_hiddens
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
-        self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
-        self.blks = nn.Sequential()
-        for i in range(num_blks):
-            self.blks.add_module(f"block{i}", TransformerDecoderBlock(
-                num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias))
+        super().__init__(
+            lambda: TransformerDecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias),
+            vocab_size, num_hiddens, num_blks, dropout, max_len)
         self.dense = nn.Linear(num_hiddens, vocab_size)
 
     def init_cache(self) -> DecoderCache:
@@ -97,7 +89,8 @@ class TransformerDecoder(nn.Module):
         Returns logits ``(B, T, vocab_size)``, or ``(logits, {"self": [...], "cross": [...]})``
         with per-block weights ``(B, h, T, t)`` and ``(B, h, T, S)``.
         """
-        check_token_ids("X", X, self.vocab_size)
+        offset = cache.length if cache is not None else 0
+        H = self.embed(X, offset)  # (B, T, D)
         check_tensor("enc_outputs", enc_outputs, ndim=3, kind="float", last_dim=self.num_hiddens)
         if enc_outputs.shape[0] != X.shape[0]:
             raise ValueError(
@@ -105,8 +98,6 @@ class TransformerDecoder(nn.Module):
             )
         if enc_valid_lens is not None:
             check_tensor("enc_valid_lens", enc_valid_lens, ndim=1, kind="int")
-        offset = cache.length if cache is not None else 0
-        H = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens), offset=offset)
         caches = cache.blocks if cache is not None else [None] * len(self.blks)
         weights = {"self": [], "cross": []}
         for blk, blk_cache in zip(self.blks, caches):

@@ -3,15 +3,13 @@ self-attention and a position-wise FFN, each wrapped in Add & Norm (Vaswani et a
 
 from __future__ import annotations
 
-import math
-
 from torch import nn
 
-from ._checks import check_positive_int, check_tensor, check_token_ids
+from ._checks import check_tensor
 from .addnorm import AddNorm
 from .ffn import PositionWiseFFN
 from .multihead import MultiHeadAttention
-from .positional import PositionalEncoding
+from .stack import EmbeddedBlockStack
 
 
 class TransformerEncoderBlock(nn.Module):
@@ -34,33 +32,23 @@ class TransformerEncoderBlock(nn.Module):
         return (out, weights) if return_weights else out
 
 
-class TransformerEncoder(nn.Module):
+class TransformerEncoder(EmbeddedBlockStack):
     """Token ids ``(B, T)`` -> contextual representations ``(B, T, num_hiddens)``."""
 
     def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
                  num_blks: int, dropout: float = 0.0, use_bias: bool = False, max_len: int = 1000):
-        super().__init__()
-        check_positive_int("vocab_size", vocab_size)
-        check_positive_int("num_blks", num_blks)
-        self.vocab_size, self.num_hiddens = vocab_size, num_hiddens
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
-        self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
-        self.blks = nn.Sequential()
-        for i in range(num_blks):
-            self.blks.add_module(f"block{i}", TransformerEncoderBlock(
-                num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias))
+        super().__init__(
+            lambda: TransformerEncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias),
+            vocab_size, num_hiddens, num_blks, dropout, max_len)
 
     def forward(self, X, valid_lens=None, *, return_weights=False):
         """X: token ids ``(B, T)``; valid_lens ``(B,)``: the source lengths (padding after them).
 
         Returns ``(B, T, D)``, or ``(output, weights)`` with one ``(B, h, T, T)`` tensor per block.
         """
-        check_token_ids("X", X, self.vocab_size)
+        H = self.embed(X)  # (B, T, D)
         if valid_lens is not None:
             check_tensor("valid_lens", valid_lens, ndim=1, kind="int")
-        # The embeddings are scaled by sqrt(d) (paper, 3.4) so that they are not drowned by the
-        # positional encoding, whose entries lie in [-1, 1].
-        H = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))  # (B, T, D)
         weights = []
         for blk in self.blks:
             if return_weights:
