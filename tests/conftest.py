@@ -67,3 +67,24 @@ def mha_into_torch(ours, ref: torch.nn.MultiheadAttention) -> None:
     if ours.W_q.bias is not None:
         ref.in_proj_bias.copy_(torch.cat([ours.W_q.bias, ours.W_k.bias, ours.W_v.bias]))
         ref.out_proj.bias.copy_(ours.W_o.bias)
+
+
+@pytest.fixture(scope="session")
+def data_dir():
+    """The folder holding fra-eng/fra.txt: $TRANSFORMER_LIB_DATA, else ../shared/data beside
+    the repository (where CI has it).  Tests that need the real pairs skip without it."""
+    import os
+    from pathlib import Path
+
+    candidates = [os.environ.get("TRANSFORMER_LIB_DATA"), Path(__file__).resolve().parents[2] / "shared" / "data"]
+    for c in candidates:
+        if c and (Path(c) / "fra-eng" / "fra.txt").is_file():
+            return Path(c)
+    pytest.skip("the fra-eng data is not available (set TRANSFORMER_LIB_DATA)")
+
+
+@pytest.fixture(scope="session")
+def raw_text(data_dir):
+    from transformer_lib.download import read_fra_eng
+
+    return read_fra_eng(data_dir)

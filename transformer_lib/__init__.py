@@ -9,14 +9,20 @@ One concept per module:
 - :mod:`.positional`  sinusoidal positional encoding
 - :mod:`.stack`       embeddings + positional encoding + N blocks, shared by encoder and decoder
 - :mod:`.encoder`, :mod:`.decoder`, :mod:`.model`   the encoder-decoder Transformer
-- :mod:`.decoding`    greedy decoding with or without the cache
+- :mod:`.decoding`    greedy decoding (with or without the cache) and beam search
+- :mod:`.rnn`         the GRU encoder-decoder with additive attention, for comparison
+
+The translator pipeline: :mod:`.download` (finding and verifying the fra-eng pairs),
+:mod:`.data` (preprocessing, vocabularies, subsets, grouped split, batches), :mod:`.training`,
+:mod:`.checkpoint`, :mod:`.bleu`, :mod:`.translate`, :mod:`.recipes` and the command line
+(``python -m transformer_lib``, :mod:`.cli`).
 """
 
 from .addnorm import AddNorm
 from .attention import (AdditiveAttention, DotProductAttention, attention_mask, masked_softmax,
                         scaled_dot_product_attention)
 from .decoder import DecoderCache, TransformerDecoder, TransformerDecoderBlock
-from .decoding import greedy_decode
+from .decoding import beam_search, greedy_decode
 from .encoder import TransformerEncoder, TransformerEncoderBlock
 from .ffn import PositionWiseFFN
 from .model import EncoderDecoder, Transformer, TransformerConfig
@@ -32,7 +38,7 @@ __all__ = [
     "FusedSelfAttention", "KVCache", "MultiHeadAttention", "PositionWiseFFN",
     "PositionalEncoding", "Transformer", "TransformerConfig", "TransformerDecoder",
     "TransformerDecoderBlock", "TransformerEncoder", "TransformerEncoderBlock",
-    "attention_mask", "fused_from_separate", "greedy_decode", "masked_softmax", "merge_heads",
+    "attention_mask", "beam_search", "fused_from_separate", "greedy_decode", "masked_softmax", "merge_heads",
     "scaled_dot_product_attention", "separate_from_fused", "sinusoidal_encoding", "split_heads",
     "transpose_output", "transpose_qkv",
 ]

@@ -74,6 +74,18 @@ class Transformer(EncoderDecoder):
                                c.num_dec_blks, c.dropout, c.use_bias, c.max_len),
         )
         self.config = config
+        self.apply(self._init_weights)
+
+    def _init_weights(self, module: nn.Module) -> None:
+        """Xavier-uniform projections (as in torch.nn.Transformer) and N(0, 1/d) embeddings, so
+        that the embeddings times sqrt(d) have unit scale, like the positional encoding.
+        (PyTorch's default N(0, 1) embeddings times sqrt(d) = 16 would drown it.)"""
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, std=self.config.num_hiddens ** -0.5)
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())

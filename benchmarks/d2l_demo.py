@@ -1,0 +1,47 @@
+"""d2l's Transformer demo, reproduced with transformer_lib: the `d2l` subset (the first 512
+training pairs of d2l's MTFraEng), d2l's sizes and optimiser (recipe "d2l"), greedy decoding,
+and d2l's sentence BLEU (k=2) on its four sentences, printed beside the scores in d2l's book.
+
+Run:  python benchmarks/d2l_demo.py --data-dir ../shared/data      (under a minute on 2 cores)
+
+One difference is deliberate: our loss ignores padding, d2l's Seq2Seq averages over it.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from transformer_lib.bleu import bleu
+from transformer_lib.data import BatchLoader
+from transformer_lib.model import Transformer, TransformerConfig
+from transformer_lib.recipes import RECIPES
+from transformer_lib.training import fit, seed_everything
+from transformer_lib.translate import translate
+
+SENTENCES = ["go .", "i lost .", "he's calm .", "i'm home ."]
+REFERENCES = ["va !", "j'ai perdu .", "il est calme .", "je suis chez moi ."]
+D2L_PRINTED = [1.000, 0.687, 0.658, 1.000]  # d2l.ai, section "The Transformer Architecture"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data-dir", default=None)
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+    recipe = RECIPES["d2l"].with_train(seed=args.seed, device="cpu")
+    split, src_vocab, tgt_vocab = recipe.load_data(args.data_dir)
+    seed_everything(args.seed)
+    model = Transformer(TransformerConfig(len(src_vocab), len(tgt_vocab), **recipe.model))
+    history = fit(model, BatchLoader(split.train, src_vocab, tgt_vocab, recipe.batch_size, seed=args.seed),
+                  BatchLoader(split.val, src_vocab, tgt_vocab, 256, shuffle=False), recipe.train, progress=False)
+    print(f"{recipe.notes}; trained {history.epochs_done:.0f} epochs in {history.train_seconds:.1f} s, "
+          f"validation loss {history.val_loss[-1][2]:.3f}")
+    results = translate(model, SENTENCES, src_vocab, tgt_vocab, max_len=9)
+    print(f"{'English':<14} {'ours':<28} {'BLEU':>6} {'d2l printed':>12}")
+    for sentence, ref, result, printed in zip(SENTENCES, REFERENCES, results, D2L_PRINTED):
+        score = bleu(result.text, ref, k=2) if result.tokens else 0.0
+        print(f"{sentence:<14} {result.text:<28} {score:>6.3f} {printed:>12.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""The command line: help, a short training run, translation, evaluation and its error paths."""
+
+import subprocess
+import sys
+
+import pytest
+
+from transformer_lib.cli import main
+
+
+def test_module_entry_point_prints_help():
+    out = subprocess.run([sys.executable, "-m", "transformer_lib", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    assert "train" in out and "translate" in out and "evaluate" in out
+
+
+@pytest.mark.parametrize("command", ["train", "translate", "evaluate"])
+def test_subcommand_help(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    assert "usage:" in capsys.readouterr().out
+
+
+def test_missing_arguments_are_usage_errors(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["translate"])
+    assert exit_info.value.code == 2
+    assert "--checkpoint" in capsys.readouterr().err
+
+
+def test_missing_checkpoint_is_a_clear_error(tmp_path, capsys):
+    assert main(["translate", "--checkpoint", str(tmp_path / "none.pt"), "go ."]) == 2
+    assert "error: checkpoint" in capsys.readouterr().err
+
+
+def test_missing_data_says_where_to_put_it(tmp_path, capsys):
+    assert main(["train", "--recipe", "d2l", "--out", str(tmp_path / "m.pt"), "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and str(tmp_path) in err
+
+
+def test_train_translate_evaluate(tmp_path, data_dir, capsys, monkeypatch):
+    ckpt = tmp_path / "d2l.pt"
+    assert main(["train", "--recipe", "d2l", "--epochs", "2", "--out", str(ckpt), "--data-dir", str(data_dir),
+                 "--quiet", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "641" not in out and "512 training pairs" in out and "saved" in out and ckpt.is_file()
+
+    assert main(["translate", "--checkpoint", str(ckpt), "go .", "I am xylophone."]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.strip().splitlines()) == 2
+    assert "unknown words read as <unk>: xylophone" in captured.err
+
+    monkeypatch.setattr(sys, "stdin", __import__("io").StringIO("he's calm .\n"))
+    assert main(["translate", "--checkpoint", str(ckpt), "--beam", "2"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1
+
+    assert main(["translate", "--checkpoint", str(ckpt), ""]) == 2
+    assert "empty" in capsys.readouterr().err
+
+    assert main(["evaluate", "--checkpoint", str(ckpt), "--data-dir", str(data_dir), "--beam", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "greedy" in out and "beam 2" in out
+
+    ckpt.write_bytes(b"not a checkpoint")
+    assert main(["evaluate", "--checkpoint", str(ckpt)]) == 2
+    assert "cannot be read" in capsys.readouterr().err

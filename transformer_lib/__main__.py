@@ -1,0 +1,7 @@
+"""``python -m transformer_lib train | translate | evaluate`` (see :mod:`transformer_lib.cli`)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

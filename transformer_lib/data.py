@@ -1,0 +1,259 @@
+"""English-French sentence pairs: preprocessing, vocabularies, named subsets, a grouped
+train/validation/test split, and length-bucketed batches.
+
+The pairs are d2l's ``fra-eng`` file (Tatoeba via manythings.org, CC-BY 2.0); see
+:mod:`transformer_lib.download` for where it is looked for.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+import torch
+
+PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
+SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)  # ids 0, 1, 2, 3 in every vocabulary
+
+# English openings of the `basic` subset (as in PyTorch's seq2seq tutorial: "he is" without a
+# trailing space also takes "he isn't ...").
+BASIC_PREFIXES = ("i am ", "i'm ", "he is", "he's ", "she is", "she's ", "you are", "you're ",
+                  "we are", "we're ", "they are", "they're ")
+BASIC_MAX_TOKENS = 11  # per side, punctuation included, <eos> not counted
+D2L_NUM_TRAIN, D2L_NUM_VAL = 512, 128
+SUBSETS = ("d2l", "basic", "full")
+
+
+def preprocess(text: str) -> str:
+    """d2l's normalisation: non-breaking spaces become spaces, everything is lower-cased, and
+    a space is put before ``, . ! ?`` when none is there (``"Go."`` -> ``"go ."``)."""
+    text = text.replace("\u202f", " ").replace("\xa0", " ").lower()
+    chars = []
+    for i, char in enumerate(text):
+        if i > 0 and char in ",.!?" and text[i - 1] != " ":
+            chars.append(" ")
+        chars.append(char)
+    return "".join(chars)
+
+
+def tokenize(text: str) -> list[str]:
+    """Split a preprocessed sentence into word tokens (empty strings dropped)."""
+    return [token for token in text.split(" ") if token]
+
+
+def parse_pairs(raw_text: str, max_lines: int | None = None) -> list[tuple[list[str], list[str]]]:
+    """``english<TAB>french`` lines -> token lists, after :func:`preprocess`.
+
+    ``max_lines`` reads lines ``0..max_lines`` inclusive, as d2l's ``_tokenize`` does.
+    """
+    pairs = []
+    for i, line in enumerate(preprocess(raw_text).split("\n")):
+        if max_lines is not None and i > max_lines:
+            break
+        parts = line.split("\t")
+        if len(parts) == 2:
+            pairs.append((tokenize(parts[0]), tokenize(parts[1])))
+    return pairs
+
+
+class Vocab:
+    """Token <-> id.  ``<pad> <bos> <eos> <unk>`` are always ids 0-3; the other tokens follow,
+    most frequent first (ties alphabetical), keeping those seen at least ``min_freq`` times."""
+
+    pad, bos, eos, unk = range(4)
+
+    def __init__(self, sentences=(), min_freq: int = 1):
+        counts = Counter(token for sentence in sentences for token in sentence)
+        kept = sorted((t for t, c in counts.items() if c >= min_freq and t not in SPECIAL_TOKENS),
+                      key=lambda t: (-counts[t], t))
+        self.idx_to_token = list(SPECIAL_TOKENS) + kept
+        self.token_to_idx = {t: i for i, t in enumerate(self.idx_to_token)}
+
+    @classmethod
+    def from_tokens(cls, idx_to_token) -> "Vocab":
+        """Rebuild a vocabulary from its token list (as stored in a checkpoint)."""
+        idx_to_token = list(idx_to_token)
+        if tuple(idx_to_token[:4]) != SPECIAL_TOKENS:
+            raise ValueError(f"a vocabulary must start with {SPECIAL_TOKENS}, got {idx_to_token[:4]}")
+        vocab = cls()
+        vocab.idx_to_token = idx_to_token
+        vocab.token_to_idx = {t: i for i, t in enumerate(idx_to_token)}
+        return vocab
+
+    def __len__(self) -> int:
+        return len(self.idx_to_token)
+
+    def __getitem__(self, tokens):
+        """A token's id (``<unk>``'s for unknown tokens), or a list of ids for a list."""
+        if isinstance(tokens, (list, tuple)):
+            return [self.token_to_idx.get(t, self.unk) for t in tokens]
+        return self.token_to_idx.get(tokens, self.unk)
+
+    def to_tokens(self, ids) -> list[str]:
+        return [self.idx_to_token[int(i)] for i in ids]
+
+    def decode(self, ids) -> list[str]:
+        """Ids -> tokens, stopping at ``<eos>`` and dropping ``<bos>`` / ``<pad>``."""
+        tokens = []
+        for i in ids:
+            i = int(i)
+            if i == self.eos:
+                break
+            if i not in (self.pad, self.bos):
+                tokens.append(self.idx_to_token[i])
+        return tokens
+
+
+def load_pairs(subset: str = "basic", data_dir=None) -> list[tuple[list[str], list[str]]]:
+    """The token pairs of a named subset.
+
+    ``d2l``:   exactly what d2l's ``MTFraEng()`` reads by default (lines 0..640 of the file;
+               d2l trains on the first 512 and validates on the rest).
+    ``basic``: English starting with one of :data:`BASIC_PREFIXES`, both sides at most
+               :data:`BASIC_MAX_TOKENS` tokens (14,669 pairs).
+    ``full``:  every pair (167,130).
+    """
+    from .download import read_fra_eng
+
+    if subset not in SUBSETS:
+        raise ValueError(f"subset must be one of {SUBSETS}, got {subset!r}")
+    raw = read_fra_eng(data_dir)
+    if subset == "d2l":
+        return parse_pairs(raw, max_lines=D2L_NUM_TRAIN + D2L_NUM_VAL)
+    pairs = parse_pairs(raw)
+    if subset == "basic":
+        pairs = [(s, t) for s, t in pairs
+                 if " ".join(s).startswith(BASIC_PREFIXES)
+                 and len(s) <= BASIC_MAX_TOKENS and len(t) <= BASIC_MAX_TOKENS]
+    return pairs
+
+
+@dataclass
+class TestGroup:
+    """One held-out English source with *every* French translation of it in the data."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    src: list[str]
+    refs: list[list[str]]
+
+
+@dataclass
+class Split:
+    train: list = field(default_factory=list)  # [(src_tokens, tgt_tokens), ...]
+    val: list = field(default_factory=list)    # [(src_tokens, tgt_tokens), ...]
+    test: list = field(default_factory=list)   # [TestGroup, ...]
+
+
+def group_by_source(pairs) -> dict:
+    """``{source sentence (tuple of tokens): [target token lists...]}``, in first-seen order."""
+    groups: dict = {}
+    for src, tgt in pairs:
+        groups.setdefault(tuple(src), []).append(list(tgt))
+    return groups
+
+
+def grouped_split(pairs, *, num_test_sources: int = 500, num_val_sources: int = 300,
+                  seed: int = 0) -> Split:
+    """Split by *English source sentence*, so that no test source is ever seen in training.
+
+    Sources are shuffled with ``seed``; the first ``num_test_sources`` go to the test set
+    (with all their translations as references), the next ``num_val_sources`` to
+    validation, the rest to training.
+    """
+    groups = group_by_source(pairs)
+    sources = list(groups)
+    if num_test_sources + num_val_sources >= len(sources):
+        raise ValueError(
+            f"num_test_sources + num_val_sources ({num_test_sources} + {num_val_sources}) must be "
+            f"below the number of distinct sources ({len(sources)})"
+        )
+    random.Random(seed).shuffle(sources)
+    test = sources[:num_test_sources]
+    val = sources[num_test_sources:num_test_sources + num_val_sources]
+    train = sources[num_test_sources + num_val_sources:]
+    return Split(
+        train=[(list(s), t) for s in train for t in groups[s]],
+        val=[(list(s), t) for s in val for t in groups[s]],
+        test=[TestGroup(list(s), groups[s]) for s in test],
+    )
+
+
+def d2l_split(pairs) -> Split:
+    """d2l's split of the ``d2l`` subset: the first 512 pairs train, the rest validate; the
+    validation sources also serve as the test set (d2l has none)."""
+    train, val = pairs[:D2L_NUM_TRAIN], pairs[D2L_NUM_TRAIN:]
+    return Split(train=train, val=val,
+                 test=[TestGroup(list(s), refs) for s, refs in group_by_source(val).items()])
+
+
+@dataclass
+class Batch:
+    src: torch.Tensor             # (B, S) source ids, <eos>-terminated, <pad>-padded
+    src_valid_lens: torch.Tensor  # (B,) real source lengths (with <eos>)
+    tgt_in: torch.Tensor          # (B, T) <bos> + target: the decoder's inputs
+    tgt_out: torch.Tensor         # (B, T) target + <eos>: the labels; <pad> where none
+
+    def to(self, device) -> "Batch":
+        return Batch(*(t.to(device, non_blocking=True) for t in
+                       (self.src, self.src_valid_lens, self.tgt_in, self.tgt_out)))
+
+    @property
+    def num_target_tokens(self) -> int:
+        return int((self.tgt_out != Vocab.pad).sum())
+
+
+def encode_source(tokens, vocab: Vocab) -> list[int]:
+    return vocab[list(tokens)] + [vocab.eos]
+
+
+def pad_batch(sequences, pad_id: int = Vocab.pad) -> torch.Tensor:
+    width = max(len(s) for s in sequences)
+    return torch.tensor([list(s) + [pad_id] * (width - len(s)) for s in sequences], dtype=torch.long)
+
+
+class BatchLoader:
+    """Length-bucketed batches of ``(src, tgt)`` pairs, re-shuffled every epoch.
+
+    Pairs are sorted by length (random order among equal lengths) and cut into batches of
+    ``batch_size`` pairs, so a batch holds sentences of similar length and little padding;
+    the order of the batches is then shuffled.  Deterministic for a given ``seed``.
+    """
+
+    def __init__(self, pairs, src_vocab: Vocab, tgt_vocab: Vocab, batch_size: int = 128, *,
+                 shuffle: bool = True, seed: int = 0):
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if not pairs:
+            raise ValueError("pairs is empty: there is nothing to batch")
+        self.src = [encode_source(s, src_vocab) for s, _ in pairs]
+        self.tgt = [tgt_vocab[list(t)] for _, t in pairs]
+        self.tgt_eos = tgt_vocab.eos
+        self.batch_size, self.shuffle, self.seed, self.epoch = batch_size, shuffle, seed, 0
+
+    def __len__(self) -> int:
+        return -(-len(self.src) // self.batch_size)
+
+    def _batch(self, idx) -> Batch:
+        src = [self.src[i] for i in idx]
+        tgt = [self.tgt[i] for i in idx]
+        return Batch(
+            src=pad_batch(src),
+            src_valid_lens=torch.tensor([len(s) for s in src], dtype=torch.long),
+            tgt_in=pad_batch([[Vocab.bos] + t for t in tgt]),
+            tgt_out=pad_batch([t + [self.tgt_eos] for t in tgt]),
+        )
+
+    def __iter__(self):
+        rng = random.Random(self.seed + self.epoch)
+        self.epoch += 1
+        order = list(range(len(self.src)))
+        if self.shuffle:
+            rng.shuffle(order)
+        order.sort(key=lambda i: (len(self.src[i]), len(self.tgt[i])))  # stable: ties stay shuffled
+        batches = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        if self.shuffle:
+            rng.shuffle(batches)
+        for idx in batches:
+            yield self._batch(idx)
