@@ -105,8 +105,14 @@ def test_beam_search_returns_valid_sequences():
 def test_attention_weights_of_a_translation():
     model = tiny_model().eval()
     src = torch.randint(4, len(SRC_VOCAB), (2, 5))
-    out = tl.greedy_decode(model, src, bos_id=1, max_len=4)
-    weights = attention_weights_of(model, src, None, out, bos_id=1)
+    out, weights = tl.greedy_decode(model, src, bos_id=1, max_len=4, return_weights=True)
+    beam_out, beam_weights = beam_search(model, src, bos_id=1, eos_id=2, max_len=4, beam_size=2,
+                                         return_weights=True)
+    assert beam_weights["cross"][0].shape == (2, 4, beam_out.shape[1] + 1, 5)
+    # the weights are those of the decoding itself: step t's cross-attention row
+    cache, enc = model.decoder.init_cache(), model.encoder(src)
+    _, step0 = model.decoder(torch.ones(2, 1, dtype=torch.long), enc, cache=cache, return_weights=True)
+    torch.testing.assert_close(step0["cross"][0][:, :, 0], weights["cross"][0][:, :, 0])
     assert weights["cross"][0].shape == (2, 4, 5, 5)  # (B, heads, 1 + output length, source length)
     assert weights["decoder_self"][0].shape == (2, 4, 5, 5)
     assert weights["encoder_self"][0].shape == (2, 4, 5, 5)

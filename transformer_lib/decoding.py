@@ -9,7 +9,7 @@ from ._checks import check_positive_int
 
 @torch.no_grad()
 def greedy_decode(model, src, src_valid_lens=None, *, bos_id: int, max_len: int,
-                  eos_id: int | None = None, use_cache: bool = True):
+                  eos_id: int | None = None, use_cache: bool = True, return_weights: bool = False):
     """Pick the most likely next token, ``max_len`` times (or until every row emitted ``eos_id``).
 
     model: an :class:`~transformer_lib.model.EncoderDecoder` whose decoder has ``init_cache``.
@@ -17,7 +17,8 @@ def greedy_decode(model, src, src_valid_lens=None, *, bos_id: int, max_len: int,
     use_cache: feed one new token per step and reuse the cached keys/values (O(T) layer
     calls), or re-run the decoder on the whole prefix every step (O(T^2)); both give the same
     tokens.  Returns ``(B, n)`` ids, n <= max_len, without the leading ``bos_id``; after a
-    row's ``eos_id`` it holds ``eos_id`` again.
+    row's ``eos_id`` it holds ``eos_id`` again.  With ``return_weights``, also the attention
+    weights behind them (see :func:`attention_weights_of`).
     """
     check_positive_int("max_len", max_len)
     was_training = model.training
@@ -38,6 +39,8 @@ def greedy_decode(model, src, src_valid_lens=None, *, bos_id: int, max_len: int,
             tokens = torch.cat([tokens, next_token[:, None]], dim=1)
             if eos_id is not None and bool(finished.all()):
                 break
+        if return_weights:
+            return tokens[:, 1:], attention_weights_of(model, src, src_valid_lens, tokens[:, 1:], bos_id=bos_id)
         return tokens[:, 1:]
     finally:
         model.train(was_training)
@@ -50,7 +53,7 @@ def _repeat_memory(memory, repeats: int):
 
 @torch.no_grad()
 def beam_search(model, src, src_valid_lens=None, *, bos_id: int, eos_id: int, max_len: int,
-                beam_size: int = 4, length_penalty: float = 0.6):
+                beam_size: int = 4, length_penalty: float = 0.6, return_weights: bool = False):
     """Keep the ``beam_size`` most probable prefixes at every step; return the best finished one.
 
     Candidates are ranked by total log-probability while searching; the final choice divides
@@ -58,7 +61,8 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int, eos_id: int, ma
     so that longer translations are not lost merely for having more factors below 1.
     Batched (``B`` sources x ``beam_size`` beams in one decoder call) and key/value-cached.
     With ``beam_size=1`` this is greedy decoding.  Returns ``(B, n)`` ids without ``bos_id``;
-    after ``eos_id`` a row holds ``eos_id`` again.
+    after ``eos_id`` a row holds ``eos_id`` again.  With ``return_weights``, also the attention
+    weights behind them (see :func:`attention_weights_of`).
     """
     check_positive_int("max_len", max_len)
     check_positive_int("beam_size", beam_size)
@@ -93,6 +97,9 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int, eos_id: int, ma
                 break
         normalised = scores.reshape(-1) / ((5.0 + lengths) / 6.0) ** length_penalty
         best = normalised.reshape(B, k).argmax(dim=1) + torch.arange(B, device=src.device) * k
+        if return_weights:
+            return tokens[best, 1:], attention_weights_of(model, src, src_valid_lens, tokens[best, 1:],
+                                                          bos_id=bos_id)
         return tokens[best, 1:]
     finally:
         model.train(was_training)
