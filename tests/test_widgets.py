@@ -1,0 +1,86 @@
+"""The plotting helpers and the widget helper (static precomputed mode and live fallback)."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets as widgets  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+import transformer_lib.widgets as tw  # noqa: E402
+from transformer_lib.plotting import figure_to_png, plot_positional_encoding, show_heatmaps  # noqa: E402
+from transformer_lib.positional import sinusoidal_encoding  # noqa: E402
+
+
+def test_show_heatmaps_grid_and_labels():
+    fig = show_heatmaps(torch.rand(2, 3, 4, 5), titles=["a", "b", "c"], xticklabels=list("vwxyz"))
+    heatmaps = [ax for ax in fig.axes if ax.images]
+    assert len(heatmaps) == 6 and heatmaps[0].get_title() == "a"
+    assert [t.get_text() for t in heatmaps[-1].get_xticklabels()] == list("vwxyz")
+    assert len(show_heatmaps(torch.rand(4, 5)).axes) == 2  # one heatmap and its colour bar
+    with pytest.raises(ValueError, match="matrices"):
+        show_heatmaps(torch.rand(5))
+
+
+def test_positional_encoding_plot_and_png():
+    fig = plot_positional_encoding(sinusoidal_encoding(60, 32))
+    png = figure_to_png(fig)
+    assert png.startswith(b"\x89PNG")
+
+
+def _render_log():
+    calls = []
+
+    def render(heads, mask):
+        calls.append((heads, mask))
+        return show_heatmaps(torch.rand(heads, 3, 3))
+
+    return render, calls
+
+
+def test_static_mode_precomputes_every_state_and_links_the_controls_in_the_browser():
+    render, calls = _render_log()
+    box = tw.figure_explorer(render, {"heads": [1, 2, 4], "mask": ["none", "padding", "causal"]},
+                             mode="static")
+    assert box.mode == "static" and len(calls) == 9 and set(box.images) == set(calls)
+    heads_slider, mask_buttons, top = box.children
+    assert isinstance(heads_slider, widgets.SelectionSlider) and isinstance(mask_buttons, widgets.ToggleButtons)
+    assert isinstance(top, widgets.Stack) and len(top.children) == 3
+    assert all(isinstance(child, widgets.Stack) and len(child.children) == 3 for child in top.children)
+    image = top.children[2].children[1]
+    assert isinstance(image, widgets.Image) and image.value == box.images[(4, "padding")]
+    assert len(box.links) == 4  # one for the top stack, one per second-level stack
+    linked = {(l.source[0].model_id, l.source[1], l.target[0].model_id, l.target[1]) for l in box.links}
+    assert (heads_slider.model_id, "index", top.model_id, "selected_index") in linked
+    for child in top.children:  # the second control drives every stack of the second level
+        assert (mask_buttons.model_id, "index", child.model_id, "selected_index") in linked
+
+
+def test_live_mode_redraws_in_the_kernel():
+    render, calls = _render_log()
+    box = tw.figure_explorer(render, {"heads": [1, 2], "mask": ["none", "causal"]}, mode="live")
+    assert box.mode == "live" and calls == [(1, "none")]
+    assert isinstance(box.children[-1], widgets.Output)
+    box.children[0].value = 2
+    box.children[1].value = "causal"
+    assert calls[-1] == (2, "causal") and len(calls) == 3
+
+
+def test_auto_mode_falls_back_to_live_without_stack(monkeypatch):
+    render, calls = _render_log()
+    monkeypatch.setattr(tw, "supports_static", lambda: False)
+    box = tw.figure_explorer(render, {"heads": [1, 2], "mask": ["none"]})
+    assert box.mode == "live" and len(calls) == 1
+    with pytest.raises(RuntimeError, match="ipywidgets >= 8"):
+        tw.figure_explorer(render, {"heads": [1]}, mode="static")
+
+
+def test_widget_helper_errors():
+    render, _ = _render_log()
+    with pytest.raises(ValueError, match="mode"):
+        tw.figure_explorer(render, {"heads": [1]}, mode="fast")
+    with pytest.raises(ValueError, match="controls"):
+        tw.figure_explorer(render, {})
+    with pytest.raises(ValueError, match="'heads' has no values"):
+        tw.figure_explorer(render, {"heads": []})

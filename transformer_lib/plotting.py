@@ -1,0 +1,89 @@
+"""Heatmaps of attention weights and positional encodings (matplotlib; return the figure)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+
+def _pyplot():
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _as_numpy(x):
+    if hasattr(x, "detach"):
+        x = x.detach().float().cpu().numpy()
+    return np.asarray(x)
+
+
+def show_heatmaps(matrices, *, xlabel="Keys", ylabel="Queries", titles=None, xticklabels=None,
+                  yticklabels=None, figsize=None, cmap="Reds", vmin=0.0, vmax=None, colorbar=True):
+    """A grid of heatmaps with one shared colour scale (d2l's ``show_heatmaps``, returning the figure).
+
+    matrices: ``(rows, cols, Q, K)`` (tensor or array), or ``(n, Q, K)`` for one row, or ``(Q, K)``.
+    titles: one per column (e.g. ``"Head 1"``), or ``None``.
+    xticklabels / yticklabels: token strings for the axes, or ``None`` for indices.
+    """
+    m = _as_numpy(matrices)
+    if m.ndim == 2:
+        m = m[None, None]
+    elif m.ndim == 3:
+        m = m[None]
+    if m.ndim != 4:
+        raise ValueError(f"matrices must have 2, 3 or 4 dimensions, got shape {m.shape}")
+    rows, cols, Q, K = m.shape
+    plt = _pyplot()
+    if figsize is None:
+        figsize = (min(2.2 + 0.25 * K, 4.0) * cols + 0.8, min(1.8 + 0.25 * Q, 4.0) * rows)
+    fig, axes = plt.subplots(rows, cols, figsize=figsize, sharex=True, sharey=True, squeeze=False)
+    vmax = float(m.max()) if vmax is None else vmax
+    image = None
+    for i in range(rows):
+        for j in range(cols):
+            ax = axes[i, j]
+            image = ax.imshow(m[i, j], cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+            if i == rows - 1:
+                ax.set_xlabel(xlabel)
+            if j == 0:
+                ax.set_ylabel(ylabel)
+            if titles is not None and i == 0:
+                ax.set_title(titles[j])
+            if xticklabels is not None:
+                ax.set_xticks(range(K), xticklabels, rotation=90)
+            if yticklabels is not None:
+                ax.set_yticks(range(Q), yticklabels)
+    if colorbar:
+        fig.colorbar(image, ax=axes, shrink=0.8)
+    return fig
+
+
+def plot_positional_encoding(P, *, columns=(6, 7, 8, 9), figsize=(10, 3.2)):
+    """Left: the encoding matrix ``P`` ``(positions, d)`` as a heatmap; right: selected columns
+    as curves over the positions."""
+    P = _as_numpy(P)
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=figsize)
+    image = left.imshow(P, cmap="Blues", aspect="auto")
+    left.set_xlabel("Encoding dimension")
+    left.set_ylabel("Position")
+    fig.colorbar(image, ax=left)
+    for c in columns:
+        right.plot(np.arange(P.shape[0]), P[:, c], label=f"col {c}")
+    right.set_xlabel("Position")
+    right.legend(loc="upper right", fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def figure_to_png(fig, dpi: int = 80) -> bytes:
+    """The PNG bytes of ``fig``; the figure is closed (so notebooks do not show it twice)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
+    _pyplot().close(fig)
+    return buffer.getvalue()
+
+
+__all__ = ["figure_to_png", "plot_positional_encoding", "show_heatmaps"]
