@@ -1,6 +1,6 @@
 # The two commands of the README:
 #   make book   set up (once) and build the book into _build/html
-#   make test   set up (once) and run the tests
+#   make test   set up (once), build the book (which executes every chapter), run the tests
 # Set-up creates or reuses the virtual environment $(VENV); a second run installs nothing new.
 
 PYTHON     ?= python3
@@ -12,7 +12,15 @@ TORCH_SPEC ?= torch==2.13.0
 PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.setup-done
 
-.PHONY: setup test book clean
+# Where the chapters find the English-French pairs: $TRANSFORMER_LIB_DATA, else ../shared/data
+# beside the repository when it is there (as on CI); otherwise the library downloads them.
+ifeq ($(TRANSFORMER_LIB_DATA),)
+ifneq ($(wildcard ../shared/data/fra-eng/fra.txt),)
+export TRANSFORMER_LIB_DATA := $(abspath ../shared/data)
+endif
+endif
+
+.PHONY: setup test book vendor browser clean
 
 setup: $(STAMP)
 
@@ -28,11 +36,23 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 	$(PY) -m pip install --no-deps -e .
 	touch $(STAMP)
 
-test: setup
-	$(PY) -m pytest
-
 book: setup
 	$(VENV)/bin/jupyter-book build . --all -W --keep-going
+
+# The widget and math JavaScript the book loads from a CDN, fetched from npm for the offline
+# browser test (git-ignored .vendor/).
+vendor:
+	$(PY) scripts/fetch_vendor_js.py
+
+# Debian's Chromium for the browser test, installed when missing and apt-get can.
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "note: no Chromium; the browser tests will be skipped (install the chromium package)"; fi
+
+test: book vendor browser
+	$(PY) -m pytest
 
 clean:
 	rm -rf _build

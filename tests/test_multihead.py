@@ -115,3 +115,30 @@ def test_fused_qkv_form_computes_the_same_function(bias):
     back = tl.separate_from_fused(fused)
     for name, p in mha.state_dict().items():
         assert torch.equal(back.state_dict()[name], p), name
+
+
+def test_post_norm_layout_equals_addnorm_around_mha():
+    mha = randomize_(tl.MultiHeadAttention(D, H)).eval()
+    addnorm = randomize_(tl.AddNorm(D)).eval()
+    jadore = tl.post_norm_from_separate(mha, addnorm).eval()
+    q, kv = torch.randn(B, Q, D), torch.randn(B, K, D)
+    valid_lens = torch.tensor([7, 3, 1])
+    keep = (torch.arange(K)[None, :] < valid_lens[:, None])[:, None, :]  # (B, 1, K)
+    out, attn = jadore(q, kv, kv, mask=keep)
+    ref_attended, ref_w = mha(q, kv, kv, valid_lens, return_weights=True)
+    torch.testing.assert_close(out, addnorm(q, ref_attended), atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(attn, ref_w, atol=1e-6, rtol=1e-5)
+    with pytest.raises(ValueError, match="bias=False"):
+        tl.post_norm_from_separate(tl.MultiHeadAttention(D, H, bias=True), addnorm)
+
+
+def test_batchnorm_addnorm_normalises_over_batch_and_positions():
+    bn = tl.AddNorm(D, norm="batch").train()
+    X = torch.randn(B, K, D) * 3 + 1
+    out = bn(X, torch.zeros_like(X))
+    flat = out.reshape(-1, D)
+    torch.testing.assert_close(flat.mean(0), torch.zeros(D), atol=1e-5, rtol=0)
+    model = tl.Transformer(tl.TransformerConfig(20, 20, num_hiddens=16, ffn_num_hiddens=32, norm="batch"))
+    assert isinstance(model.encoder.blks[0].addnorm1.bn, torch.nn.BatchNorm1d)
+    with pytest.raises(ValueError, match="norm"):
+        tl.AddNorm(D, norm="group")

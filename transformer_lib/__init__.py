@@ -3,7 +3,8 @@
 One concept per module:
 
 - :mod:`.attention`   masked softmax, scaled dot-product and additive attention
-- :mod:`.multihead`   multi-head attention (separate W_q/W_k/W_v and fused qkv), key/value cache
+- :mod:`.multihead`   multi-head attention (separate W_q/W_k/W_v, fused qkv, and the post-norm
+                      layout with residual + LayerNorm inside), key/value cache
 - :mod:`.ffn`         the position-wise feed-forward network
 - :mod:`.addnorm`     residual connection + LayerNorm
 - :mod:`.positional`  sinusoidal positional encoding
@@ -26,9 +27,9 @@ from .decoding import beam_search, greedy_decode
 from .encoder import TransformerEncoder, TransformerEncoderBlock
 from .ffn import PositionWiseFFN
 from .model import EncoderDecoder, Transformer, TransformerConfig
-from .multihead import (FusedSelfAttention, KVCache, MultiHeadAttention, fused_from_separate,
-                        merge_heads, separate_from_fused, split_heads, transpose_output,
-                        transpose_qkv)
+from .multihead import (FusedSelfAttention, KVCache, MultiHeadAttention, PostNormMultiHeadAttention,
+                        fused_from_separate, merge_heads, post_norm_from_separate, separate_from_fused,
+                        split_heads, transpose_output, transpose_qkv)
 from .positional import PositionalEncoding, sinusoidal_encoding
 
 __version__ = "0.1.0"
@@ -36,9 +37,9 @@ __version__ = "0.1.0"
 __all__ = [
     "AddNorm", "AdditiveAttention", "DecoderCache", "DotProductAttention", "EncoderDecoder",
     "FusedSelfAttention", "KVCache", "MultiHeadAttention", "PositionWiseFFN",
-    "PositionalEncoding", "Transformer", "TransformerConfig", "TransformerDecoder",
+    "PositionalEncoding", "PostNormMultiHeadAttention", "Transformer", "TransformerConfig", "TransformerDecoder",
     "TransformerDecoderBlock", "TransformerEncoder", "TransformerEncoderBlock",
     "attention_mask", "beam_search", "fused_from_separate", "greedy_decode", "masked_softmax", "merge_heads",
-    "scaled_dot_product_attention", "separate_from_fused", "sinusoidal_encoding", "split_heads",
+    "post_norm_from_separate", "scaled_dot_product_attention", "separate_from_fused", "sinusoidal_encoding", "split_heads",
     "transpose_output", "transpose_qkv",
 ]

@@ -12,13 +12,23 @@ from ._checks import check_probability, check_tensor
 
 
 class AddNorm(nn.Module):
-    """``AddNorm(X, Y) = LayerNorm(X + Dropout(Y))``; ``X`` is the sub-layer's input, ``Y`` its output."""
+    """``AddNorm(X, Y) = LayerNorm(X + Dropout(Y))``; ``X`` is the sub-layer's input, ``Y`` its output.
 
-    def __init__(self, norm_shape, dropout: float = 0.0):
+    ``norm="batch"`` uses BatchNorm over the feature axis instead (statistics over the batch
+    *and* every position, padding included) -- for the LayerNorm-vs-BatchNorm chapter.
+    """
+
+    def __init__(self, norm_shape, dropout: float = 0.0, norm: str = "layer"):
         super().__init__()
         check_probability("dropout", dropout)
+        if norm not in ("layer", "batch"):
+            raise ValueError(f"norm must be 'layer' or 'batch', got {norm!r}")
+        self.norm = norm
         self.dropout = nn.Dropout(dropout)
-        self.ln = nn.LayerNorm(norm_shape)
+        if norm == "layer":
+            self.ln = nn.LayerNorm(norm_shape)
+        else:
+            self.bn = nn.BatchNorm1d(norm_shape)
 
     def forward(self, X, Y):
         """X, Y: ``(..., *norm_shape)`` of one shape -> the same shape."""
@@ -29,4 +39,7 @@ class AddNorm(nn.Module):
                 f"X (the residual) and Y (the sub-layer output) must have one shape, got "
                 f"{tuple(X.shape)} and {tuple(Y.shape)}"
             )
-        return self.ln(self.dropout(Y) + X)
+        Z = self.dropout(Y) + X
+        if self.norm == "layer":
+            return self.ln(Z)
+        return self.bn(Z.transpose(1, -1)).transpose(1, -1)  # BatchNorm1d wants (B, D, T)

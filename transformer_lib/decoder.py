@@ -39,14 +39,14 @@ class TransformerDecoderBlock(nn.Module):
     """
 
     def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int, dropout: float = 0.0,
-                 use_bias: bool = False):
+                 use_bias: bool = False, norm: str = "layer"):
         super().__init__()
         self.attention1 = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias)
-        self.addnorm1 = AddNorm(num_hiddens, dropout)
+        self.addnorm1 = AddNorm(num_hiddens, dropout, norm)
         self.attention2 = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias)
-        self.addnorm2 = AddNorm(num_hiddens, dropout)
+        self.addnorm2 = AddNorm(num_hiddens, dropout, norm)
         self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
-        self.addnorm3 = AddNorm(num_hiddens, dropout)
+        self.addnorm3 = AddNorm(num_hiddens, dropout, norm)
 
     def forward(self, X, enc_outputs, enc_valid_lens=None, *, cache=None, return_weights=False):
         """X ``(B, T, D)``, enc_outputs ``(B, S, D)``, enc_valid_lens ``(B,)``.
@@ -70,9 +70,10 @@ class TransformerDecoder(EmbeddedBlockStack):
     """Target token ids ``(B, T)`` + encoder outputs -> next-token logits ``(B, T, vocab_size)``."""
 
     def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
-                 num_blks: int, dropout: float = 0.0, use_bias: bool = False, max_len: int = 1000):
+                 num_blks: int, dropout: float = 0.0, use_bias: bool = False, max_len: int = 1000,
+                 norm: str = "layer"):
         super().__init__(
-            lambda: TransformerDecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias),
+            lambda: TransformerDecoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias, norm),
             vocab_size, num_hiddens, num_blks, dropout, max_len)
         self.dense = nn.Linear(num_hiddens, vocab_size)
 

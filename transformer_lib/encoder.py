@@ -16,12 +16,12 @@ class TransformerEncoderBlock(nn.Module):
     """Self-attention -> Add & Norm -> FFN -> Add & Norm (post-norm, as in the paper and d2l)."""
 
     def __init__(self, num_hiddens: int, ffn_num_hiddens: int, num_heads: int, dropout: float = 0.0,
-                 use_bias: bool = False):
+                 use_bias: bool = False, norm: str = "layer"):
         super().__init__()
         self.attention = MultiHeadAttention(num_hiddens, num_heads, dropout, use_bias)
-        self.addnorm1 = AddNorm(num_hiddens, dropout)
+        self.addnorm1 = AddNorm(num_hiddens, dropout, norm)
         self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
-        self.addnorm2 = AddNorm(num_hiddens, dropout)
+        self.addnorm2 = AddNorm(num_hiddens, dropout, norm)
 
     def forward(self, X, valid_lens=None, *, return_weights=False):
         """X ``(B, T, D)``, valid_lens ``(B,)`` -> ``(B, T, D)`` [and weights ``(B, h, T, T)``]."""
@@ -36,9 +36,10 @@ class TransformerEncoder(EmbeddedBlockStack):
     """Token ids ``(B, T)`` -> contextual representations ``(B, T, num_hiddens)``."""
 
     def __init__(self, vocab_size: int, num_hiddens: int, ffn_num_hiddens: int, num_heads: int,
-                 num_blks: int, dropout: float = 0.0, use_bias: bool = False, max_len: int = 1000):
+                 num_blks: int, dropout: float = 0.0, use_bias: bool = False, max_len: int = 1000,
+                 norm: str = "layer"):
         super().__init__(
-            lambda: TransformerEncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias),
+            lambda: TransformerEncoderBlock(num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias, norm),
             vocab_size, num_hiddens, num_blks, dropout, max_len)
 
     def forward(self, X, valid_lens=None, *, return_weights=False):

@@ -26,6 +26,7 @@ class TransformerConfig:
     dropout: float = 0.1
     use_bias: bool = False
     max_len: int = 1000
+    norm: str = "layer"  # "batch": BatchNorm in every Add & Norm (for comparison only)
 
     def __post_init__(self):
         for name in ("src_vocab_size", "tgt_vocab_size", "num_hiddens", "ffn_num_hiddens",
@@ -38,6 +39,8 @@ class TransformerConfig:
         if self.num_hiddens % 2:
             raise ValueError(f"num_hiddens must be even for the positional encoding, got {self.num_hiddens}")
         check_probability("dropout", self.dropout)
+        if self.norm not in ("layer", "batch"):
+            raise ValueError(f"norm must be 'layer' or 'batch', got {self.norm!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -69,9 +72,9 @@ class Transformer(EncoderDecoder):
         c = config
         super().__init__(
             TransformerEncoder(c.src_vocab_size, c.num_hiddens, c.ffn_num_hiddens, c.num_heads,
-                               c.num_enc_blks, c.dropout, c.use_bias, c.max_len),
+                               c.num_enc_blks, c.dropout, c.use_bias, c.max_len, c.norm),
             TransformerDecoder(c.tgt_vocab_size, c.num_hiddens, c.ffn_num_hiddens, c.num_heads,
-                               c.num_dec_blks, c.dropout, c.use_bias, c.max_len),
+                               c.num_dec_blks, c.dropout, c.use_bias, c.max_len, c.norm),
         )
         self.config = config
         self.apply(self._init_weights)

@@ -229,3 +229,69 @@ def separate_from_fused(fused: FusedSelfAttention) -> MultiHeadAttention:
             proj.bias.copy_(b)
         mha.W_o.bias.copy_(fused.proj.bias)
     return mha
+
+
+class PostNormMultiHeadAttention(nn.Module):
+    """Multi-head attention in the layout of jadore801120's attention-is-all-you-need-pytorch:
+    projections ``w_qs, w_ks, w_vs, fc``; heads split with ``view``/``transpose``; the softmax
+    *temperature* ``sqrt(d_k)``; a 0/1 ``mask`` applied with ``masked_fill``; and the residual
+    connection, dropout and LayerNorm *inside* the module.
+
+    It computes ``LayerNorm(q + Dropout(MultiHead(q, k, v)))``, i.e. :class:`AddNorm` around
+    :class:`MultiHeadAttention` (see :func:`post_norm_from_separate`).  Masked scores are filled
+    with the dtype's lowest value (the original's -1e9 overflows float16).
+    """
+
+    def __init__(self, n_head: int, d_model: int, d_k: int, d_v: int, dropout: float = 0.0,
+                 eps: float = 1e-6):
+        super().__init__()
+        for name, value in (("n_head", n_head), ("d_model", d_model), ("d_k", d_k), ("d_v", d_v)):
+            check_positive_int(name, value)
+        check_probability("dropout", dropout)
+        self.n_head, self.d_k, self.d_v = n_head, d_k, d_v
+        self.w_qs = nn.Linear(d_model, n_head * d_k, bias=False)
+        self.w_ks = nn.Linear(d_model, n_head * d_k, bias=False)
+        self.w_vs = nn.Linear(d_model, n_head * d_v, bias=False)
+        self.fc = nn.Linear(n_head * d_v, d_model, bias=False)
+        self.temperature = d_k ** 0.5
+        self.dropout = nn.Dropout(dropout)
+        self.layer_norm = nn.LayerNorm(d_model, eps=eps)
+
+    def forward(self, q, k, v, mask=None):
+        """q ``(B, Q, d_model)``, k and v ``(B, K, d_model)``; mask ``(B, Q or 1, K)``, nonzero =
+        keep.  Returns ``(output (B, Q, d_model), attn (B, n_head, Q, K))``."""
+        check_tensor("q", q, ndim=3, kind="float")
+        check_tensor("k", k, ndim=3, kind="float")
+        check_tensor("v", v, ndim=3, kind="float")
+        B, len_q, len_k, h = q.shape[0], q.shape[1], k.shape[1], self.n_head
+        residual = q
+        q = self.w_qs(q).view(B, len_q, h, self.d_k).transpose(1, 2)  # (B, h, Q, d_k)
+        k = self.w_ks(k).view(B, len_k, h, self.d_k).transpose(1, 2)  # (B, h, K, d_k)
+        v = self.w_vs(v).view(B, len_k, h, self.d_v).transpose(1, 2)  # (B, h, K, d_v)
+        attn = (q / self.temperature) @ k.transpose(2, 3)             # (B, h, Q, K)
+        if mask is not None:
+            check_tensor("mask", mask, ndim=3)
+            attn = attn.masked_fill(mask.unsqueeze(1) == 0, torch.finfo(attn.dtype).min)
+        attn = self.dropout(torch.softmax(attn, dim=-1))
+        out = (attn @ v).transpose(1, 2).contiguous().view(B, len_q, h * self.d_v)
+        out = self.dropout(self.fc(out)) + residual
+        return self.layer_norm(out), attn
+
+
+@torch.no_grad()
+def post_norm_from_separate(mha: MultiHeadAttention, addnorm) -> PostNormMultiHeadAttention:
+    """The :class:`PostNormMultiHeadAttention` equal to ``addnorm(q, mha(q, k, v))``.
+
+    ``mha`` must have no biases (the jadore layout has none) and ``addnorm`` a LayerNorm.
+    """
+    if mha.W_q.bias is not None:
+        raise ValueError("post_norm_from_separate needs a MultiHeadAttention built with bias=False")
+    if getattr(addnorm, "norm", "layer") != "layer":
+        raise ValueError("post_norm_from_separate needs an AddNorm with a LayerNorm")
+    d = mha.num_hiddens // mha.num_heads
+    out = PostNormMultiHeadAttention(mha.num_heads, mha.num_hiddens, d, d, mha.dropout, eps=addnorm.ln.eps)
+    out = out.to(device=mha.W_q.weight.device, dtype=mha.W_q.weight.dtype)
+    for mine, theirs in ((out.w_qs, mha.W_q), (out.w_ks, mha.W_k), (out.w_vs, mha.W_v), (out.fc, mha.W_o)):
+        mine.weight.copy_(theirs.weight)
+    out.layer_norm.load_state_dict(addnorm.ln.state_dict())
+    return out

@@ -1,0 +1,67 @@
+"""Colab's starting point, simulated: a virtual environment that already has a torch and
+ipywidgets 7.  The chapters' install cell must leave both untouched, and the widget helper
+must fall back to redrawing in the kernel (ipywidgets 7 has no Stack)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import nbformat
+
+from browser import ROOT
+
+COLAB_VENV = ROOT / ".venv-colab"
+PYTHON = COLAB_VENV / "bin" / "python"
+TORCH_SPEC = os.environ.get("TORCH_SPEC", "torch==2.13.0")
+VERSIONS = ("import importlib.metadata as m; "
+            "print(m.version('torch'), m.version('ipywidgets'))")
+LIVE_CHECK = """
+import matplotlib; matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import transformer_lib.widgets as w
+def render(n):
+    fig, ax = plt.subplots(); ax.plot(range(n)); return fig
+box = w.figure_explorer(render, {"n": [2, 3]})
+print(box.mode, w.supports_static())
+"""
+
+
+def install_cells():
+    """The first code cell of every chapter: its install cell."""
+    cells = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        cells.append(next(c.source for c in nb.cells if c.cell_type == "code"))
+    return cells
+
+
+def test_every_chapter_starts_with_the_same_install_cell():
+    cells = install_cells()
+    assert len(cells) >= 5 and len(set(cells)) == 1
+    assert 'find_spec("transformer_lib")' in cells[0] and "TRANSFORMER_LIB_SOURCE" in cells[0]
+
+
+def run(*args, **kwargs):
+    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True, **kwargs)
+
+
+def test_install_cell_keeps_colabs_torch_and_ipywidgets(tmp_path):
+    if not PYTHON.exists():
+        run(sys.executable, "-m", "venv", COLAB_VENV)
+    pip = (PYTHON, "-m", "pip", "install", "--quiet")
+    if subprocess.run([str(PYTHON), "-c", "import torch"], capture_output=True).returncode:
+        run(*pip, *TORCH_SPEC.split())
+    run(*pip, "ipywidgets>=7.7,<8")  # what Colab ships
+    run(PYTHON, "-m", "pip", "uninstall", "--yes", "--quiet", "transformer_lib")  # start without it
+    before = run(PYTHON, "-c", VERSIONS).stdout
+    assert before.split()[1].startswith("7.")
+
+    install_cell = install_cells()[0]
+    env = dict(os.environ, TRANSFORMER_LIB_SOURCE=str(ROOT))  # the repository instead of its URL
+    run(PYTHON, "-c", install_cell, env=env, cwd=tmp_path)
+
+    assert run(PYTHON, "-c", VERSIONS).stdout == before  # torch and ipywidgets untouched
+    # outside a kernel the live redraw prints the image's repr first; the verdict is the last line
+    assert run(PYTHON, "-c", LIVE_CHECK, cwd=tmp_path).stdout.strip().splitlines()[-1] == "live False"
