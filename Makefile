@@ -36,7 +36,14 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 	$(PY) -m pip install --no-deps -e .
 	touch $(STAMP)
 
-book: setup
+# jupyter-book's execution cache keys on the notebooks' code only; a change to the library must
+# re-run the chapters too, so the cache is dropped whenever a library file is newer than it.
+LIBRARY_STAMP := _build/.library-stamp
+$(LIBRARY_STAMP): $(wildcard transformer_lib/*.py)
+	rm -rf _build/.jupyter_cache
+	mkdir -p _build && touch $@
+
+book: setup $(LIBRARY_STAMP)
 	$(VENV)/bin/jupyter-book build . --all -W --keep-going
 
 # The widget and math JavaScript the book loads from a CDN, fetched from npm for the offline

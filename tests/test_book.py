@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
@@ -164,6 +165,16 @@ def _visible_image_digests(widget):
             for img in widget.locator("img").all() if img.is_visible()]
 
 
+def _wait_for(condition, timeout_s=10.0, step_s=0.1):
+    """Poll ``condition()`` until it returns something truthy (the page renders asynchronously)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = condition()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(step_s)
+
+
 @pytest.mark.parametrize("chapter", SLIDER_CHAPTERS)
 def test_moving_a_slider_changes_the_figure(browser_page, chapter):
     server, _, page = browser_page
@@ -171,19 +182,17 @@ def test_moving_a_slider_changes_the_figure(browser_page, chapter):
     slider = page.locator(".widget-slider").first
     slider.scroll_into_view_if_needed()
     widget = page.locator(".jupyter-widgets.widget-vbox", has=slider).first
-    page.wait_for_timeout(300)
-    before = _visible_image_digests(widget)
+    before = _wait_for(lambda: _visible_image_digests(widget))
     assert len(before) == 1, f"expected one visible figure in the widget, saw {len(before)}"
     shots = ROOT / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     widget.screenshot(path=str(shots / f"{chapter}-before.png"))
     slider.locator(".noUi-handle").first.focus()
     page.keyboard.press("ArrowRight")
-    page.wait_for_timeout(500)
-    after = _visible_image_digests(widget)
+    after = _wait_for(lambda: (d := _visible_image_digests(widget)) != before and len(d) == 1 and d)
     widget.screenshot(path=str(shots / f"{chapter}-after.png"))
     page.screenshot(path=str(shots / f"{chapter}-page.png"))
-    assert len(after) == 1 and after != before, "the figure did not change"
+    assert after and after != before, "the figure did not change"
 
 
 def test_the_repository_url_is_set_in_one_place():
