@@ -122,7 +122,7 @@ def main():
         history = fit(model, loader, val, train_config, progress=False)
         use_cache = hasattr(model.decoder, "init_cache")
         greedy = evaluate_bleu(model, split.test, src_vocab, tgt_vocab, use_cache=use_cache)
-        row = dict(name=name, params=sum(p.numel() for p in model.parameters()),
+        row = dict(name=name, params=model.num_parameters(),
                    epochs=history.epochs_done, seconds=history.train_seconds,
                    tok_s=history.tokens_per_second, val=history.val_loss[-1][2],
                    single=greedy["single"], multi=greedy["multi"], beam=None)

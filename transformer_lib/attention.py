@@ -155,11 +155,12 @@ def scaled_dot_product_attention(
     """
     _check_qkv(queries, keys, values)
     scores_shape = (*queries.shape[:-1], keys.shape[-2])
+    if (not return_weights and causal and valid_lens is None and attn_mask is None
+            and scores_shape[-2] == scores_shape[-1]):
+        return F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout_p, is_causal=True)
+    mask = attention_mask(scores_shape, valid_lens, attn_mask=attn_mask, causal=causal,
+                          device=queries.device)
     if not return_weights:
-        if causal and valid_lens is None and attn_mask is None and scores_shape[-2] == scores_shape[-1]:
-            return F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout_p, is_causal=True)
-        mask = attention_mask(scores_shape, valid_lens, attn_mask=attn_mask, causal=causal,
-                              device=queries.device)
         if mask is None:
             return F.scaled_dot_product_attention(queries, keys, values, dropout_p=dropout_p)
         # A query with no valid key would make the fused softmax 0/0; let it see every key
@@ -168,8 +169,6 @@ def scaled_dot_product_attention(
         out = F.scaled_dot_product_attention(queries, keys, values, attn_mask=mask | ~has_key,
                                              dropout_p=dropout_p)
         return out.masked_fill(~has_key, 0.0)
-    mask = attention_mask(scores_shape, valid_lens, attn_mask=attn_mask, causal=causal,
-                          device=queries.device)
     d = queries.shape[-1]
     # Scaling the queries rather than the scores is the same product and touches Q x d
     # numbers instead of Q x K.

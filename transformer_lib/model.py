@@ -64,6 +64,9 @@ class EncoderDecoder(nn.Module):
         logits, dec_w = self.decoder(tgt, enc_outputs, src_valid_lens, return_weights=True)
         return logits, {"encoder_self": enc_w, "decoder_self": dec_w["self"], "cross": dec_w["cross"]}
 
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
 
 class Transformer(EncoderDecoder):
     """The encoder-decoder Transformer of Vaswani et al. (2017), built from a config."""
@@ -89,6 +92,3 @@ class Transformer(EncoderDecoder):
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
             nn.init.normal_(module.weight, std=self.config.num_hiddens ** -0.5)
-
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())

@@ -138,6 +138,3 @@ class GRUSeq2Seq(EncoderDecoder):
             return self.decoder(tgt, memory, src_valid_lens)
         logits, w = self.decoder(tgt, memory, src_valid_lens, return_weights=True)
         return logits, {"encoder_self": [], "decoder_self": [], "cross": w["cross"]}
-
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())

@@ -145,7 +145,7 @@ def fit(model, train_loader, val_loader=None, config: TrainConfig | None = None,
             fractions.append(elapsed() / config.max_seconds)
         return min(1.0, max(fractions))
 
-    done, epoch = False, 0
+    done = False
     while not done:
         for batch in train_loader:
             if progress_fraction() >= 1.0:
@@ -175,8 +175,7 @@ def fit(model, train_loader, val_loader=None, config: TrainConfig | None = None,
                 bar.set_postfix(loss=f"{history.train_loss[-1]:.3f}", s=f"{elapsed():.0f}")
                 if callback:
                     callback(history)
-        else:
-            epoch += 1
+        else:  # the epoch ran to its end
             if total_steps and step >= total_steps:
                 done = True
         history.train_seconds = elapsed()
