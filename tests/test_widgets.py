@@ -84,3 +84,61 @@ def test_widget_helper_errors():
         tw.figure_explorer(render, {})
     with pytest.raises(ValueError, match="'heads' has no values"):
         tw.figure_explorer(render, {"heads": []})
+
+
+def test_long_labels_get_a_dropdown_short_ones_buttons():
+    render = lambda sentence: show_heatmaps(torch.rand(2, 2))  # noqa: E731
+    box = tw.figure_explorer(render, {"sentence": ["i'm sure you know what i mean .", "she's busy ."]},
+                             mode="live")
+    assert isinstance(box.children[0], widgets.Dropdown)
+    assert box.children[0].layout.width.startswith("calc(35ch")  # the longest label fits
+    box = tw.figure_explorer(render, {"sentence": ["a", "b"]}, mode="live")
+    assert isinstance(box.children[0], widgets.ToggleButtons)
+
+
+def _history(seconds, losses, val=()):
+    from transformer_lib.training import History
+
+    return History(steps=list(range(1, len(losses) + 1)), seconds=list(seconds), train_loss=list(losses),
+                   val_loss=list(val))
+
+
+def test_loss_curves_plot_every_run_against_seconds():
+    from transformer_lib.plotting import plot_loss_curves
+
+    fig = plot_loss_curves({"a": _history([1, 2, 3], [5, 4, 3], [(3, 1.0, 3.5)]),
+                            "b": _history([2, 4], [6, 5])})
+    left, right = fig.axes
+    assert [list(line.get_xdata()) for line in left.lines] == [[1, 2, 3], [2, 4]]
+    assert len(right.lines) == 1 and list(right.lines[0].get_ydata()) == [3.5]  # b has no validation
+    assert left.get_xlabel() == "seconds of training"
+
+
+def test_live_loss_plot_redraws_one_display_at_most_every_interval(monkeypatch):
+    import IPython.display
+
+    from transformer_lib.notebook import LiveLossPlot
+
+    shown = []
+
+    class Handle:
+        def update(self, obj):
+            shown.append(("update", obj))
+
+    def display(obj, display_id=False):
+        assert display_id is True  # a display that later redraws replace
+        shown.append(("display", obj))
+        return Handle()
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    earlier = {"GRU": _history([1, 2], [6, 5])}
+    plot = LiveLossPlot("Transformer", earlier, every_seconds=3600)
+    history = _history([1], [5.0])
+    plot(history)
+    plot(history)                 # within the interval: no redraw
+    assert [kind for kind, _ in shown] == ["display"] and plot.draws == 1
+    history.seconds.append(2)
+    history.train_loss.append(4.0)
+    plot.finish(history)          # the final state is always drawn, into the same display
+    assert [kind for kind, _ in shown] == ["display", "update"] and plot.draws == 2
+    assert shown[-1][1].data.startswith(b"\x89PNG")

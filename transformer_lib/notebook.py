@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import inspect
+import time
 
 from .training import pick_device
 
-__all__ = ["pick_device", "show_source"]
+__all__ = ["LiveLossPlot", "pick_device", "show_source"]
 
 
 def show_source(obj):
@@ -18,3 +19,38 @@ def show_source(obj):
     from IPython.display import Code
 
     return Code(inspect.getsource(obj), language="python")
+
+
+class LiveLossPlot:
+    """A loss plot that redraws itself in place while :func:`~transformer_lib.training.fit`
+    trains: pass it as ``fit(..., callback=plot)``.
+
+    label: the name of the run being trained; finished: ``{"label": History}`` of earlier runs,
+    drawn for comparison.  The figure is redrawn at most every ``every_seconds`` (drawing costs
+    training time) and always by :meth:`finish`.  In a saved notebook only the last drawing
+    remains, because every redraw replaces the same display.
+    """
+
+    def __init__(self, label: str, finished: dict | None = None, *, every_seconds: float = 5.0):
+        self.label, self.finished, self.every_seconds = label, dict(finished or {}), every_seconds
+        self.handle, self.last_draw, self.draws = None, float("-inf"), 0
+
+    def __call__(self, history) -> None:
+        if time.perf_counter() - self.last_draw >= self.every_seconds:
+            self.draw(history)
+
+    def finish(self, history) -> None:
+        """Draw the final state (call it after ``fit`` returns)."""
+        self.draw(history)
+
+    def draw(self, history) -> None:
+        from IPython.display import Image, display
+
+        from .plotting import figure_to_png, plot_loss_curves
+
+        image = Image(figure_to_png(plot_loss_curves({**self.finished, self.label: history})))
+        if self.handle is None:
+            self.handle = display(image, display_id=True)
+        else:
+            self.handle.update(image)
+        self.last_draw, self.draws = time.perf_counter(), self.draws + 1

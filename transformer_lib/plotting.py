@@ -78,6 +78,31 @@ def plot_positional_encoding(P, *, columns=(6, 7, 8, 9), figsize=(10, 3.2)):
     return fig
 
 
+def plot_loss_curves(histories, *, figsize=(10, 3.6)):
+    """Loss against training time for one or more runs of :func:`~transformer_lib.training.fit`.
+
+    histories: ``{"label": History, ...}``.  Left: the training loss (mean over each log
+    interval); right: the validation loss after each epoch (or at the end of a time budget).
+    Both against seconds of training, so runs of different speed compare at equal cost.
+    """
+    plt = _pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=figsize, sharex=True)
+    for (label, h), colour in zip(histories.items(), plt.rcParams["axes.prop_cycle"].by_key()["color"]):
+        left.plot(h.seconds, h.train_loss, color=colour, linewidth=1, label=label)
+        if h.val_loss:
+            right.plot([v[0] for v in h.val_loss], [v[2] for v in h.val_loss], "o-", color=colour,
+                       label=label)
+    left.set_title("training loss (label-smoothed)")
+    right.set_title("validation loss")
+    for ax in (left, right):
+        ax.set_xlabel("seconds of training")
+        ax.set_ylabel("cross-entropy per target token")
+        if ax.lines:
+            ax.legend()
+    fig.tight_layout()
+    return fig
+
+
 def figure_to_png(fig, dpi: int = 80) -> bytes:
     """The PNG bytes of ``fig``; the figure is closed (so notebooks do not show it twice)."""
     buffer = io.BytesIO()
@@ -86,4 +111,4 @@ def figure_to_png(fig, dpi: int = 80) -> bytes:
     return buffer.getvalue()
 
 
-__all__ = ["figure_to_png", "plot_positional_encoding", "show_heatmaps"]
+__all__ = ["figure_to_png", "plot_loss_curves", "plot_positional_encoding", "show_heatmaps"]

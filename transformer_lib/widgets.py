@@ -31,7 +31,7 @@ def supports_static() -> bool:
 
 
 def _control(name, values, widgets):
-    """A slider for numbers, toggle buttons for a few labels, a dropdown for many."""
+    """A slider for numbers, toggle buttons for a few short labels, else a dropdown."""
     values = list(values)
     if not values:
         raise ValueError(f"control {name!r} has no values")
@@ -39,9 +39,11 @@ def _control(name, values, widgets):
         return widgets.SelectionSlider(options=values, value=values[0], description=name,
                                        continuous_update=True)
     labels = [(str(v), v) for v in values]
-    if len(values) <= 4:
+    if len(values) <= 4 and max(len(label) for label, _ in labels) <= 16:  # buttons cut long labels
         return widgets.ToggleButtons(options=labels, value=values[0], description=name)
-    return widgets.Dropdown(options=labels, value=values[0], description=name)
+    longest = max(len(label) for label, _ in labels)  # wide enough to show whole labels
+    return widgets.Dropdown(options=labels, value=values[0], description=name,
+                            layout=widgets.Layout(width=f"calc({min(longest, 60) + 4}ch + 90px)"))
 
 
 def figure_explorer(render, controls: dict, *, mode: str = "auto", dpi: int = 80):
