@@ -1,6 +1,7 @@
 """The built book (``make test`` builds it first): committed notebooks carry no outputs, every
 internal link resolves, and a real headless Chromium finds no JavaScript errors, rendered
-figures and math on every chapter, and sliders that change the figure on chapters 2 and 5."""
+figures and math on every chapter, sliders that change the figure on chapters 2 and 5, and
+chapter 6's attention explorer switching figures with each of its controls."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ FONT_404 = re.compile(r"/@jupyter-widgets/html-manager/dist/[0-9a-f]+\.(woff2?|t
 
 
 def test_committed_notebooks_have_no_outputs():
-    assert len(NOTEBOOKS) >= 5
+    assert len(NOTEBOOKS) >= 6
     for path in NOTEBOOKS:
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
@@ -193,6 +194,43 @@ def test_moving_a_slider_changes_the_figure(browser_page, chapter):
     widget.screenshot(path=str(shots / f"{chapter}-after.png"))
     page.screenshot(path=str(shots / f"{chapter}-page.png"))
     assert after and after != before, "the figure did not change"
+
+
+def test_translator_attention_widget_switches_figures(browser_page):
+    """Chapter 6's attention explorer: every control (kind buttons, layer and head sliders,
+    sentence dropdown) changes the one visible heatmap, in the static page."""
+    server, _, page = browser_page
+    assert not _visit(page, f"{server.url}notebooks/06_translator.html")
+    widget = page.locator(".attention-explorer").first
+    widget.scroll_into_view_if_needed()
+    shots = ROOT / "_build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    seen = [_wait_for(lambda: _visible_image_digests(widget))]
+    assert len(seen[0]) == 1, f"expected one visible figure in the widget, saw {len(seen[0])}"
+    widget.screenshot(path=str(shots / "06_translator-cross.png"))
+
+    def changed():
+        now = _wait_for(lambda: (d := _visible_image_digests(widget)) not in seen and len(d) == 1 and d)
+        assert now, "the figure did not change"
+        seen.append(now)
+
+    widget.locator(".widget-toggle-buttons button", has_text="encoder self").click()
+    changed()
+    widget.screenshot(path=str(shots / "06_translator-encoder-self.png"))
+    widget.locator(".widget-toggle-buttons button", has_text="decoder self").click()
+    changed()
+    widget.screenshot(path=str(shots / "06_translator-decoder-self.png"))
+    sliders = widget.locator(".widget-slider")
+    assert sliders.count() == 2, "expected a layer and a head slider"
+    for slider in sliders.all():
+        slider.locator(".noUi-handle").first.focus()
+        page.keyboard.press("ArrowRight")
+        changed()
+    select = widget.locator(".widget-dropdown select")
+    select.select_option(index=1)
+    changed()
+    widget.screenshot(path=str(shots / "06_translator-after.png"))
+    assert len(set(map(tuple, seen))) == 6
 
 
 def test_the_repository_url_is_set_in_one_place():
