@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import argparse
 
-from transformer_lib.bleu import bleu
 from transformer_lib.data import BatchLoader
 from transformer_lib.model import Transformer, TransformerConfig
 from transformer_lib.recipes import RECIPES
 from transformer_lib.training import fit, seed_everything
-from transformer_lib.translate import translate
-
-SENTENCES = ["go .", "i lost .", "he's calm .", "i'm home ."]
-REFERENCES = ["va !", "j'ai perdu .", "il est calme .", "je suis chez moi ."]
-D2L_PRINTED = [1.000, 0.687, 0.658, 1.000]  # d2l.ai, section "The Transformer Architecture"
+from transformer_lib.translate import D2L_EXAMPLES, score_d2l_examples
 
 
 def main():
@@ -36,11 +31,9 @@ def main():
                   BatchLoader(split.val, src_vocab, tgt_vocab, 256, shuffle=False), recipe.train, progress=False)
     print(f"{recipe.notes}; trained {history.epochs_done:.0f} epochs in {history.train_seconds:.1f} s, "
           f"validation loss {history.val_loss[-1][2]:.3f}")
-    results = translate(model, SENTENCES, src_vocab, tgt_vocab, max_len=9)
     print(f"{'English':<14} {'ours':<28} {'BLEU':>6} {'d2l printed':>12}")
-    for sentence, ref, result, printed in zip(SENTENCES, REFERENCES, results, D2L_PRINTED):
-        score = bleu(result.text, ref, k=2) if result.tokens else 0.0
-        print(f"{sentence:<14} {result.text:<28} {score:>6.3f} {printed:>12.3f}")
+    for (sentence, _, printed), (text, score) in zip(D2L_EXAMPLES, score_d2l_examples(model, src_vocab, tgt_vocab)):
+        print(f"{sentence:<14} {text:<28} {score:>6.3f} {printed:>12.3f}")
 
 
 if __name__ == "__main__":

@@ -168,3 +168,20 @@ def test_evaluate_loss_uses_the_causal_mask():
     batch = next(iter(loader))
     manual = sequence_loss(model(batch.src, batch.tgt_in, batch.src_valid_lens), batch.tgt_out).item()
     assert evaluate_loss(model, loader) == pytest.approx(manual)
+
+
+def test_d2l_examples_are_scored_as_d2l_scores_them():
+    from transformer_lib.data import tokenize
+    from transformer_lib.translate import D2L_EXAMPLES, score_d2l_examples
+
+    pairs = [(tokenize(en), tokenize(fr)) for en, fr, _ in D2L_EXAMPLES]
+    src_vocab, tgt_vocab = Vocab([s for s, _ in pairs]), Vocab([t for _, t in pairs])
+    torch.manual_seed(0)
+    model = tl.Transformer(tl.TransformerConfig(len(src_vocab), len(tgt_vocab), num_hiddens=32, ffn_num_hiddens=64,
+                                                num_heads=4, num_enc_blks=1, num_dec_blks=1, dropout=0.0))
+    untrained = score_d2l_examples(model, src_vocab, tgt_vocab)
+    assert len(untrained) == 4 and all(0.0 <= score < 1.0 for _, score in untrained)
+    fit(model, BatchLoader(pairs, src_vocab, tgt_vocab, 4), None,
+        TrainConfig(epochs=80, lr=3e-3, warmup_steps=5, label_smoothing=0.0, device="cpu"), progress=False)
+    assert score_d2l_examples(model, src_vocab, tgt_vocab) == [(fr, 1.0) for _, fr, _ in D2L_EXAMPLES]
+    assert [printed for _, _, printed in D2L_EXAMPLES] == [1.000, 0.687, 0.658, 1.000]  # d2l's book

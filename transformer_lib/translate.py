@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .bleu import corpus_bleu
+from .bleu import bleu, corpus_bleu
 from .data import Vocab, encode_source, pad_batch, preprocess, tokenize
 from .decoding import beam_search, greedy_decode
 
@@ -94,3 +94,19 @@ def evaluate_bleu(model, test_groups, src_vocab: Vocab, tgt_vocab: Vocab, **kwar
     single = corpus_bleu(hyps, [detokenize(g.refs[0]) for g in test_groups])
     multi = corpus_bleu(hyps, [[detokenize(r) for r in g.refs] for g in test_groups])
     return {"single": single, "multi": multi, "hypotheses": hyps}
+
+
+# d2l's four example sentences (d2l.ai, section "The Transformer Architecture"): the English, the
+# reference French, and the sentence BLEU (k=2) that d2l's book printed for its own model.
+D2L_EXAMPLES = (("go .", "va !", 1.000), ("i lost .", "j'ai perdu .", 0.687),
+                ("he's calm .", "il est calme .", 0.658), ("i'm home .", "je suis chez moi .", 1.000))
+
+
+def score_d2l_examples(model, src_vocab: Vocab, tgt_vocab: Vocab, *, max_len: int = 9) -> list:
+    """Greedy translations of d2l's four sentences, scored as d2l scores them (sentence BLEU,
+    k=2, against the one reference): ``[(translation, bleu), ...]`` in the order of
+    :data:`D2L_EXAMPLES`.  An empty translation scores 0.  ``max_len`` is d2l's ``num_steps``."""
+    results = translate(model, [english for english, _, _ in D2L_EXAMPLES], src_vocab, tgt_vocab,
+                        max_len=max_len)
+    return [(r.text, bleu(r.text, reference, k=2) if r.tokens else 0.0)
+            for r, (_, reference, _) in zip(results, D2L_EXAMPLES)]
