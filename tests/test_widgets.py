@@ -90,10 +90,15 @@ def test_long_labels_get_a_dropdown_short_ones_buttons():
     render = lambda sentence: show_heatmaps(torch.rand(2, 2))  # noqa: E731
     box = tw.figure_explorer(render, {"sentence": ["i'm sure you know what i mean .", "she's busy ."]},
                              mode="live")
-    assert isinstance(box.children[0], widgets.Dropdown)
-    assert box.children[0].layout.width.startswith("calc(35ch")  # the longest label fits
+    dropdown = box.children[0]
+    assert isinstance(dropdown, widgets.Dropdown) and dropdown.description == "sentence"
+    assert [label for label, _ in dropdown.options] == ["i'm sure you know what i mean .", "she's busy ."]
+    assert dropdown.value == "i'm sure you know what i mean ." and dropdown.index == 0
+    assert dropdown.layout.width.startswith("calc(35ch")  # the longest label fits
     box = tw.figure_explorer(render, {"sentence": ["a", "b"]}, mode="live")
-    assert isinstance(box.children[0], widgets.ToggleButtons)
+    buttons = box.children[0]
+    assert isinstance(buttons, widgets.ToggleButtons) and buttons.description == "sentence"
+    assert [label for label, _ in buttons.options] == ["a", "b"] and buttons.value == "a"
 
 
 def _history(seconds, losses, val=()):

@@ -39,10 +39,10 @@ def _control(name, values, widgets):
         return widgets.SelectionSlider(options=values, value=values[0], description=name,
                                        continuous_update=True)
     labels = [(str(v), v) for v in values]
-    if len(values) <= 4 and max(len(label) for label, _ in labels) <= 16:  # buttons cut long labels
+    longest = max(len(label) for label, _ in labels)
+    if len(values) <= 4 and longest <= 16:  # buttons cut long labels
         return widgets.ToggleButtons(options=labels, value=values[0], description=name)
-    longest = max(len(label) for label, _ in labels)  # wide enough to show whole labels
-    return widgets.Dropdown(options=labels, value=values[0], description=name,
+    return widgets.Dropdown(options=labels, value=values[0], description=name,  # wide enough for every label
                             layout=widgets.Layout(width=f"calc({min(longest, 60) + 4}ch + 90px)"))
 
 
