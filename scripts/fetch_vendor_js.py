@@ -1,10 +1,13 @@
-"""Fetch, from the npm registry, the JavaScript that the built book loads from a CDN at view time
-(require.js, the Jupyter widgets HTML manager, MathJax), into the git-ignored folder ``.vendor/``.
+"""Fetch, from the npm registry, the JavaScript that the built book loads
+from a CDN at view time (require.js, the Jupyter widgets HTML manager,
+MathJax), into the git-ignored folder ``.vendor/``.
 
-The browser test serves these files in place of the CDN, so that it runs offline and checks the
-very files readers get: the CDN URLs in ``_config.yml`` name npm packages with exact versions
-(``https://cdn.jsdelivr.net/npm/<package>@<version>/<path>``), and jsDelivr serves those
-packages' own files.  Idempotent: a package already unpacked is not fetched again.
+The browser test serves these files in place of the CDN, so that it runs
+offline and checks the very files readers get: the CDN URLs in
+``_config.yml`` name npm packages with exact versions
+(``https://cdn.jsdelivr.net/npm/<package>@<version>/<path>``), and
+jsDelivr serves those packages' own files.  Idempotent: a package already
+unpacked is not fetched again.
 
 Run:  python scripts/fetch_vendor_js.py
 """
@@ -20,21 +23,25 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 VENDOR = ROOT / ".vendor" / "npm"
-CDN = re.compile(r"https://cdn\.jsdelivr\.net/npm/((?:@[\w.-]+/)?[\w.-]+)@([\w.-]+)/")
+CDN = re.compile(
+    r"https://cdn\.jsdelivr\.net/npm/((?:@[\w.-]+/)?[\w.-]+)@([\w.-]+)/")
 
 
 def cdn_packages(config_text: str) -> set[tuple[str, str]]:
-    """Every ``(package, version)`` that ``_config.yml`` loads from jsDelivr's npm mirror."""
+    """Every ``(package, version)`` that ``_config.yml`` loads from
+    jsDelivr's npm mirror."""
     return set(CDN.findall(config_text))
 
 
 def unpack(tarball: Path, dest: Path) -> None:
-    """Extract an npm tarball's ``package/`` folder into ``dest``, refusing paths that escape it."""
+    """Extract an npm tarball's ``package/`` folder into ``dest``, refusing
+    paths that escape it."""
     dest.mkdir(parents=True, exist_ok=True)
     with tarfile.open(tarball) as tar:
         for member in tar.getmembers():
             parts = Path(member.name).parts
-            if not parts or parts[0] != "package" or ".." in parts or member.issym() or member.islnk():
+            if (not parts or parts[0] != "package" or ".." in parts
+                    or member.issym() or member.islnk()):
                 continue
             member.name = str(Path(*parts[1:])) if len(parts) > 1 else "."
             tar.extract(member, dest)
@@ -50,9 +57,11 @@ def main() -> int:
         if (dest / "package.json").is_file():
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            out = subprocess.run(["npm", "pack", f"{name}@{version}", "--silent", "--pack-destination", tmp],
-                                 check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
-            unpack(Path(tmp) / out, dest)
+            command = ["npm", "pack", f"{name}@{version}", "--silent",
+                       "--pack-destination", tmp]
+            printed = subprocess.run(command, check=True, text=True,
+                                     capture_output=True).stdout
+            unpack(Path(tmp) / printed.strip().splitlines()[-1], dest)
         print(f"fetched {name}@{version}")
     return 0
 

@@ -69,6 +69,17 @@ def mha_into_torch(ours, ref: torch.nn.MultiheadAttention) -> None:
         ref.out_proj.bias.copy_(ours.W_o.bias)
 
 
+def with_weights(layer, *args, **kwargs):
+    """Call an attention layer inside ``record_attention``: ``(output, the
+    weights of that one call)``."""
+    import transformer_lib as tl
+
+    with tl.record_attention(layer) as maps:
+        out = layer(*args, **kwargs)
+    [weights] = maps.of(layer)
+    return out, weights
+
+
 @pytest.fixture(scope="session")
 def data_dir():
     """The folder holding fra-eng/fra.txt: $TRANSFORMER_LIB_DATA, else ../shared/data beside
@@ -76,7 +87,8 @@ def data_dir():
     import os
     from pathlib import Path
 
-    candidates = [os.environ.get("TRANSFORMER_LIB_DATA"), Path(__file__).resolve().parents[2] / "shared" / "data"]
+    beside = Path(__file__).resolve().parents[2] / "shared" / "data"
+    candidates = [os.environ.get("TRANSFORMER_LIB_DATA"), beside]
     for c in candidates:
         if c and (Path(c) / "fra-eng" / "fra.txt").is_file():
             return Path(c)

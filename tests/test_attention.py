@@ -7,12 +7,14 @@ import torch
 import torch.nn.functional as F
 
 import transformer_lib as tl
+from conftest import with_weights
 
 
 def test_masked_softmax_matches_d2l_for_1d_and_2d_valid_lens(d2l):
     X = torch.randn(2, 3, 5)
     for valid_lens in (torch.tensor([2, 5]), torch.tensor([[1, 3, 5], [2, 4, 4]])):
-        torch.testing.assert_close(tl.masked_softmax(X, valid_lens), d2l.masked_softmax(X.clone(), valid_lens))
+        expected = d2l.masked_softmax(X.clone(), valid_lens)
+        torch.testing.assert_close(tl.masked_softmax(X, valid_lens), expected)
 
 
 def test_row_without_valid_keys_is_zero_not_uniform(d2l):
@@ -61,7 +63,7 @@ def test_attention_matches_torch_sdpa(causal):
 
 def test_explicit_weights_are_softmax_of_scaled_scores():
     q, k, v = torch.randn(2, 4, 8), torch.randn(2, 6, 8), torch.randn(2, 6, 3)
-    out, W = tl.DotProductAttention()(q, k, v, return_weights=True)
+    out, W = with_weights(tl.DotProductAttention(), q, k, v)
     torch.testing.assert_close(W, torch.softmax(q @ k.transpose(1, 2) / math.sqrt(8), -1))
     torch.testing.assert_close(out, W @ v)
 
@@ -70,7 +72,7 @@ def test_dot_product_attention_matches_d2l(d2l):
     q, k, v = torch.randn(2, 4, 8), torch.randn(2, 6, 8), torch.randn(2, 6, 3)
     valid_lens = torch.tensor([2, 6])
     ref = d2l.DotProductAttention(0.0).eval()
-    out, W = tl.DotProductAttention().eval()(q, k, v, valid_lens, return_weights=True)
+    out, W = with_weights(tl.DotProductAttention().eval(), q, k, v, valid_lens)
     torch.testing.assert_close(out, ref(q, k, v, valid_lens))
     torch.testing.assert_close(W, ref.attention_weights)
 
@@ -87,6 +89,6 @@ def test_additive_attention_matches_d2l(d2l):
     ref(q, k, v, valid_lens)  # materialise d2l's lazy layers
     ours = tl.AdditiveAttention(8, query_size=20, key_size=2).eval()
     ours.load_state_dict(ref.state_dict())
-    out, W = ours(q, k, v, valid_lens, return_weights=True)
+    out, W = with_weights(ours, q, k, v, valid_lens)
     torch.testing.assert_close(out, ref(q, k, v, valid_lens))
     torch.testing.assert_close(W, ref.attention_weights)

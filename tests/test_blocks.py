@@ -90,7 +90,9 @@ def test_transformer_encoder_matches_d2l(d2l):
     randomize_(ref)
     ours = tl.TransformerEncoder(vocab, D, F, H, blocks, 0.0, use_bias=True).eval()
     ours.load_state_dict(ref.state_dict())  # identical parameter names
-    out, weights = ours(X, valid_lens, return_weights=True)
+    with tl.record_attention(ours) as maps:
+        out = ours(X, valid_lens)
     torch.testing.assert_close(out, ref(X, valid_lens), atol=1e-4, rtol=1e-4)
-    for ours_w, ref_w in zip(weights, ref.attention_weights):
+    weights = [maps[f"blks.block{i}.attention"][0] for i in range(blocks)]
+    for ours_w, ref_w in zip(weights, ref.attention_weights, strict=True):
         torch.testing.assert_close(ours_w.reshape(B * H, S, S), ref_w, atol=1e-5, rtol=1e-4)

@@ -9,7 +9,6 @@ import hashlib
 import os
 import re
 import time
-from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
 import nbformat
@@ -31,7 +30,8 @@ KNOWN_HARMLESS = {
     "html-manager MathJax 2 API": re.compile(r"reading 'Queue'"),
     # The same bundle asks for its Font Awesome fonts relative to the page (webpack publicPath),
     # which 404s on any host; only icon glyphs are affected.
-    "html-manager icon fonts": re.compile(r"Failed to load resource: the server responded with a status of 404"),
+    "html-manager icon fonts":
+        re.compile(r"Failed to load resource: the server responded with a status of 404"),
     # pydata-sphinx-theme, on a fresh profile with no stored light/dark preference.
     "theme mode": re.compile(r"Got invalid theme mode"),
 }

@@ -35,7 +35,8 @@ def test_missing_checkpoint_is_a_clear_error(tmp_path, capsys):
 
 
 def test_missing_data_says_where_to_put_it(tmp_path, capsys):
-    assert main(["train", "--recipe", "d2l", "--out", str(tmp_path / "m.pt"), "--data-dir", str(tmp_path)]) == 2
+    out = str(tmp_path / "m.pt")
+    assert main(["train", "--recipe", "d2l", "--out", out, "--data-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and str(tmp_path) in err
 

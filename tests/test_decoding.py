@@ -20,18 +20,19 @@ def test_cached_steps_give_the_full_sequence_logits_and_weights(model):
     src = torch.randint(0, SRC_VOCAB, (3, 6))
     src_lens = torch.tensor([6, 2, 4])
     tgt = torch.randint(0, TGT_VOCAB, (3, 9))
+    layers = [f"blks.block{i}.attention{j}" for i in range(3) for j in (1, 2)]
     with torch.no_grad():
         enc = model.encoder(src, src_lens)
-        full, full_w = model.decoder(tgt, enc, src_lens, return_weights=True)
+        with tl.record_attention(model.decoder) as full_w:
+            full = model.decoder(tgt, enc, src_lens)
         cache = model.decoder.init_cache()
         steps = []
         for t in range(tgt.shape[1]):
-            logits, w = model.decoder(tgt[:, t:t + 1], enc, src_lens, cache=cache, return_weights=True)
-            steps.append(logits)
-            for kind in ("self", "cross"):
-                for layer in range(3):
-                    step_w, full_row = w[kind][layer][:, :, 0], full_w[kind][layer][:, :, t]
-                    torch.testing.assert_close(step_w, full_row[..., :step_w.shape[-1]], atol=1e-6, rtol=1e-5)
+            with tl.record_attention(model.decoder) as step_w:
+                steps.append(model.decoder(tgt[:, t:t + 1], enc, src_lens, cache=cache))
+            for name in layers:  # step t's row of every block's weights
+                [w], [w_full] = step_w[name], full_w[name]
+                torch.testing.assert_close(w[:, :, 0], w_full[:, :, t, :w.shape[-1]], atol=1e-6, rtol=1e-5)
     assert cache.length == tgt.shape[1]
     torch.testing.assert_close(torch.cat(steps, dim=1), full, atol=1e-5, rtol=1e-5)
 

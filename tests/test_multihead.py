@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 import transformer_lib as tl
-from conftest import mha_into_torch, randomize_
+from conftest import mha_into_torch, randomize_, with_weights
 
 B, Q, K, D, H = 3, 5, 7, 16, 4
 
@@ -20,11 +20,12 @@ def test_matches_torch_with_key_padding(bias, return_weights):
     valid_lens = torch.tensor([7, 3, 1])
     pad = torch.arange(K)[None, :] >= valid_lens[:, None]  # torch: True = ignore
     ref_out, ref_w = ref(q, kv, kv, key_padding_mask=pad, average_attn_weights=False)
-    result = ours(q, kv, kv, valid_lens, return_weights=return_weights)
-    out = result[0] if return_weights else result
+    if return_weights:  # recorded: the explicit path
+        out, weights = with_weights(ours, q, kv, kv, valid_lens)
+        torch.testing.assert_close(weights, ref_w, atol=1e-6, rtol=1e-5)
+    else:               # the fused kernel
+        out = ours(q, kv, kv, valid_lens)
     torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=1e-4)
-    if return_weights:
-        torch.testing.assert_close(result[1], ref_w, atol=1e-6, rtol=1e-5)
 
 
 @pytest.mark.parametrize("return_weights", [False, True])
@@ -37,11 +38,12 @@ def test_matches_torch_with_causal_and_padding_masks(return_weights):
     pad = torch.arange(K)[None, :] >= valid_lens[:, None]
     future = nn.Transformer.generate_square_subsequent_mask(K, dtype=torch.float32) != 0
     ref_out, ref_w = ref(X, X, X, key_padding_mask=pad, attn_mask=future, average_attn_weights=False)
-    result = ours(X, X, X, valid_lens, causal=True, return_weights=return_weights)
-    out = result[0] if return_weights else result
-    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=1e-4)
     if return_weights:
-        torch.testing.assert_close(result[1], ref_w, atol=1e-6, rtol=1e-5)
+        out, weights = with_weights(ours, X, X, X, valid_lens, causal=True)
+        torch.testing.assert_close(weights, ref_w, atol=1e-6, rtol=1e-5)
+    else:
+        out = ours(X, X, X, valid_lens, causal=True)
+    torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=1e-4)
 
 
 def test_matches_torch_with_distinct_key_and_value_sizes():
@@ -60,7 +62,7 @@ def test_fused_and_explicit_paths_agree_with_every_mask_kind():
              dict(attn_mask=torch.rand(B, 1, K, K) < 0.5)]
     for kwargs in cases:
         fused = mha(q, kv, kv, **kwargs)
-        explicit, _ = mha(q, kv, kv, **kwargs, return_weights=True)
+        explicit, _ = with_weights(mha, q, kv, kv, **kwargs)
         torch.testing.assert_close(fused, explicit, atol=1e-5, rtol=1e-5)
 
 
@@ -73,8 +75,10 @@ def test_fused_path_is_taken_without_weights(monkeypatch):
     X = torch.randn(B, Q, D)
     mha(X, X, X, torch.tensor([1, 2, 3]))
     assert calls == [1]
-    mha(X, X, X, return_weights=True)
+    with_weights(mha, X, X, X)  # recording: the explicit path
     assert calls == [1]
+    mha(X, X, X)                # after recording: the fused kernel again
+    assert calls == [1, 1]
 
 
 def test_matches_d2l_multihead_attention(d2l):
@@ -85,7 +89,7 @@ def test_matches_d2l_multihead_attention(d2l):
     ours = tl.MultiHeadAttention(D, H, bias=True).eval()
     ours.load_state_dict(ref.state_dict())  # same parameter names: W_q, W_k, W_v, W_o
     for valid_lens in (None, torch.tensor([3, 5, 7]), torch.randint(1, K + 1, (B, Q))):
-        out, W = ours(q, kv, kv, valid_lens, return_weights=True)
+        out, W = with_weights(ours, q, kv, kv, valid_lens)
         torch.testing.assert_close(out, ref(q, kv, kv, valid_lens), atol=1e-5, rtol=1e-4)
         # d2l folds the heads into the batch: (B*h, Q, K)
         torch.testing.assert_close(W.reshape(B * H, Q, K), ref.attention.attention_weights)
@@ -110,8 +114,8 @@ def test_fused_qkv_form_computes_the_same_function(bias):
     valid_lens = torch.tensor([7, 2, 5])
     for kwargs in (dict(), dict(valid_lens=valid_lens), dict(causal=True)):
         torch.testing.assert_close(fused(X, **kwargs), mha(X, X, X, **kwargs), atol=1e-5, rtol=1e-5)
-        torch.testing.assert_close(fused(X, **kwargs, return_weights=True)[1],
-                                   mha(X, X, X, **kwargs, return_weights=True)[1])
+        torch.testing.assert_close(with_weights(fused, X, **kwargs)[1],
+                                   with_weights(mha, X, X, X, **kwargs)[1])
     back = tl.separate_from_fused(fused)
     for name, p in mha.state_dict().items():
         assert torch.equal(back.state_dict()[name], p), name
@@ -125,11 +129,24 @@ def test_post_norm_layout_equals_addnorm_around_mha():
     valid_lens = torch.tensor([7, 3, 1])
     keep = (torch.arange(K)[None, :] < valid_lens[:, None])[:, None, :]  # (B, 1, K)
     out, attn = jadore(q, kv, kv, mask=keep)
-    ref_attended, ref_w = mha(q, kv, kv, valid_lens, return_weights=True)
+    ref_attended, ref_w = with_weights(mha, q, kv, kv, valid_lens)
     torch.testing.assert_close(out, addnorm(q, ref_attended), atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(attn, ref_w, atol=1e-6, rtol=1e-5)
     with pytest.raises(ValueError, match="bias=False"):
         tl.post_norm_from_separate(tl.MultiHeadAttention(D, H, bias=True), addnorm)
+
+
+def test_post_norm_layout_gives_a_query_without_keys_zero_weights():
+    """The library's rule in every layout: no valid key, all-zero weights
+    (jadore's -1e9 fill would give uniform ones)."""
+    mha = randomize_(tl.MultiHeadAttention(D, H)).eval()
+    jadore = tl.post_norm_from_separate(mha, tl.AddNorm(D)).eval()
+    q, kv = torch.randn(B, Q, D), torch.randn(B, K, D)
+    valid_lens = torch.tensor([0, 3, 7])
+    keep = (torch.arange(K)[None, :] < valid_lens[:, None])[:, None, :]
+    _, attn = jadore(q, kv, kv, mask=keep)
+    assert torch.equal(attn[0], torch.zeros(H, Q, K))
+    torch.testing.assert_close(attn, with_weights(mha, q, kv, kv, valid_lens)[1])
 
 
 def test_batchnorm_addnorm_normalises_over_batch_and_positions():

@@ -17,9 +17,11 @@ def gru(seed=0):
 def test_shapes_and_weights():
     model = gru()
     src, tgt = torch.randint(0, 30, (3, 7)), torch.randint(0, 25, (3, 5))
-    logits, weights = model(src, tgt, torch.tensor([7, 4, 1]), return_weights=True)
-    assert logits.shape == (3, 5, 25)
-    cross = weights["cross"][0]
+    lens = torch.tensor([7, 4, 1])
+    assert model(src, tgt, lens).shape == (3, 5, 25)
+    weights = model.attention_maps(src, tgt, lens)
+    assert weights["encoder_self"] == weights["decoder_self"] == []
+    cross = weights["cross"][0]  # one head, one row per decoder step
     assert cross.shape == (3, 1, 5, 7)
     assert torch.all(cross[1, :, :, 4:] == 0) and torch.allclose(cross.sum(-1), torch.ones(3, 1, 5))
 

@@ -4,12 +4,12 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.bleu import corpus_bleu
 from transformer_lib.checkpoint import CheckpointError, load_checkpoint, load_weights, save_checkpoint
 from transformer_lib.data import BatchLoader, TestGroup, Vocab
-from transformer_lib.decoding import attention_weights_of, beam_search
-from transformer_lib.training import TrainConfig, evaluate_loss, fit, learning_rate, sequence_loss
-from transformer_lib.translate import evaluate_bleu, translate
+from transformer_lib.decoding import beam_search
+from transformer_lib.training import (TrainConfig, autocast_dtype, cpu_has_native_bf16, evaluate_loss, fit,
+                                      learning_rate, sequence_loss)
+from transformer_lib.translate import held_out_bleu, translate, translate_with_attention
 
 PAIRS = [(["i", "am", "cold", "."], ["j'ai", "froid", "."]), (["go", "."], ["va", "!"]),
          (["he", "is", "calm", "."], ["il", "est", "calme", "."]),
@@ -61,11 +61,13 @@ def _fit(model, **changes):
 def test_tiny_model_overfits_to_bleu_100_and_training_is_seeded():
     model = tiny_model()
     history = _fit(model)
-    assert history.val_loss[-1][2] < 0.05
+    assert history.validation[-1].loss < 0.05
     groups = [TestGroup(s, [t]) for s, t in PAIRS]
-    for beam in (1, 3):
-        result = evaluate_bleu(model, groups, SRC_VOCAB, TGT_VOCAB, beam_size=beam)
-        assert result["single"] == pytest.approx(100.0)
+    scores = held_out_bleu(model, groups, SRC_VOCAB, TGT_VOCAB, beam_sizes=(1, 3))
+    assert list(scores) == ["greedy", "beam 3"]
+    for score in scores.values():
+        assert score.single == pytest.approx(100.0) and score.multi == pytest.approx(100.0)
+        assert score.hypotheses[0] == "j'ai froid." and score.seconds > 0
     again = _fit(tiny_model())
     assert again.train_loss == history.train_loss  # same seed, same numbers
 
@@ -79,7 +81,8 @@ def test_time_budget_stops_training():
 def test_callback_sees_the_history():
     seen = []
     history = fit(tiny_model(), BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 3), None,
-                  TrainConfig(epochs=2, log_every=1, device="cpu"), callback=lambda h: seen.append(len(h.train_loss)),
+                  TrainConfig(epochs=2, log_every=1, device="cpu"),
+                  callback=lambda h: seen.append(len(h.train_loss)),
                   progress=False)
     assert seen[-1] == len(history.train_loss) == 4
 
@@ -102,20 +105,40 @@ def test_beam_search_returns_valid_sequences():
     assert torch.all(out[ended] == 2)
 
 
-def test_attention_weights_of_a_translation():
+def test_translate_with_attention_gives_the_weights_used_while_decoding():
     model = tiny_model().eval()
-    src = torch.randint(4, len(SRC_VOCAB), (2, 5))
-    out, weights = tl.greedy_decode(model, src, bos_id=1, max_len=4, return_weights=True)
-    beam_out, beam_weights = beam_search(model, src, bos_id=1, eos_id=2, max_len=4, beam_size=2,
-                                         return_weights=True)
-    assert beam_weights["cross"][0].shape == (2, 4, beam_out.shape[1] + 1, 5)
-    # the weights are those of the decoding itself: step t's cross-attention row
-    cache, enc = model.decoder.init_cache(), model.encoder(src)
-    _, step0 = model.decoder(torch.ones(2, 1, dtype=torch.long), enc, cache=cache, return_weights=True)
-    torch.testing.assert_close(step0["cross"][0][:, :, 0], weights["cross"][0][:, :, 0])
-    assert weights["cross"][0].shape == (2, 4, 5, 5)  # (B, heads, 1 + output length, source length)
-    assert weights["decoder_self"][0].shape == (2, 4, 5, 5)
-    assert weights["encoder_self"][0].shape == (2, 4, 5, 5)
+    result = translate_with_attention(model, "I am cold.", SRC_VOCAB, TGT_VOCAB, max_len=4)
+    [greedy] = translate(model, ["I am cold."], SRC_VOCAB, TGT_VOCAB, max_len=4)
+    assert result.source == ["i", "am", "cold", ".", "<eos>"]
+    assert result.outputs[:-1] == greedy.tokens and result.outputs[-1] == "<eos>"
+    assert result.inputs == ["<bos>"] + greedy.tokens and result.text == greedy.text
+    S, T = len(result.source), len(result.outputs)
+    assert result.weights["encoder_self"][0].shape == (4, S, S)      # (heads, queries, keys)
+    assert result.weights["decoder_self"][0].shape == (4, T, T)
+    assert result.weights["cross"][0].shape == (4, T, S)
+    # the weights are those of the decoding itself: the cached first step's cross-attention row
+    src = torch.tensor([SRC_VOCAB[result.source]])
+    with torch.no_grad(), tl.record_attention(model) as maps:
+        memory = model.encoder(src)
+        model.decoder(torch.tensor([[Vocab.bos]]), memory, cache=model.decoder.init_cache())
+    step0 = maps["decoder.blks.block0.attention2"][0]                # (1, heads, 1, S)
+    torch.testing.assert_close(step0[0, :, 0], result.weights["cross"][0][:, 0])
+
+
+def test_attention_maps_leave_no_state_behind():
+    model = tiny_model().train()
+    src, tgt = torch.randint(4, len(SRC_VOCAB), (2, 5)), torch.randint(4, len(TGT_VOCAB), (2, 3))
+    maps = model.attention_maps(src, tgt, torch.tensor([5, 2]))
+    assert model.training                                            # its mode is restored
+    assert all(layer.attention.recorder is None
+               for layers in model.attention_layers().values() for layer in layers)
+    assert torch.all(maps["cross"][0][1, :, :, 2:] == 0)            # padding: exactly 0
+    with pytest.raises(RuntimeError, match="boom"), tl.record_attention(model):
+        raise RuntimeError("boom")
+    assert model.encoder.blks[0].attention.attention.recorder is None  # also after an error
+    with tl.record_attention(model), pytest.raises(RuntimeError, match="nested"):
+        with tl.record_attention(model):
+            pass
 
 
 def test_checkpoint_round_trip(tmp_path):
@@ -170,6 +193,85 @@ def test_evaluate_loss_uses_the_causal_mask():
     assert evaluate_loss(model, loader) == pytest.approx(manual)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+def test_sequence_loss_equals_torch_cross_entropy(dtype, smoothing):
+    logits = (torch.randn(3, 7, 50) * 3).to(dtype).requires_grad_()
+    reference = logits.detach().clone().requires_grad_()
+    labels = torch.randint(1, 50, (3, 7))
+    labels[0, 4:], labels[2, 1:] = 0, 0  # padding
+    loss = sequence_loss(logits, labels, label_smoothing=smoothing)
+    expected = torch.nn.functional.cross_entropy(reference.reshape(-1, 50).float(), labels.reshape(-1),
+                                                 ignore_index=0, label_smoothing=smoothing)
+    assert loss.dtype == torch.float32
+    torch.testing.assert_close(loss, expected, atol=2e-6, rtol=1e-6)
+    loss.backward()
+    expected.backward()
+    assert logits.grad.dtype == dtype
+    torch.testing.assert_close(logits.grad.float(), reference.grad.float(), atol=1e-7, rtol=1e-5)
+    assert torch.all(logits.grad[labels == 0] == 0)                 # padding gets no gradient
+
+
+def test_autocast_dtype_follows_the_device():
+    cpu = torch.device("cpu")
+    assert autocast_dtype("auto", cpu) == (torch.bfloat16 if cpu_has_native_bf16() else None)
+    assert autocast_dtype("float32", cpu) is None
+    assert autocast_dtype("bfloat16", cpu) is torch.bfloat16
+    with pytest.raises(ValueError, match="precision"):
+        autocast_dtype("int8", cpu)
+    with pytest.raises(ValueError, match="precision"):
+        TrainConfig(precision="half")
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_each_precision_is_seeded_and_learns(precision):
+    histories = [_fit(tiny_model(), epochs=20, precision=precision) for _ in range(2)]
+    assert histories[0].train_loss == histories[1].train_loss       # same seed, same numbers
+    assert histories[0].precision == precision
+    assert histories[0].validation[-1].loss < 0.5 * histories[0].validation[0].loss
+
+
+def test_fit_leaves_the_callers_generator_and_the_models_mode_alone():
+    model = tiny_model()
+    model.eval()
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    _fit(model, epochs=2)
+    assert torch.equal(torch.rand(3), expected)                      # no hidden reseeding
+    assert not model.training
+
+
+def test_batch_order_depends_on_the_epoch_only():
+    loader = BatchLoader(PAIRS * 4, SRC_VOCAB, TGT_VOCAB, batch_size=5, seed=0)
+
+    def order():
+        return [batch.src.tolist() for batch in loader]
+
+    first = order()
+    assert order() == first                                          # peeking changes nothing
+    loader.set_epoch(1)
+    assert order() != first
+    loader.set_epoch(0)
+    assert order() == first
+    batch = next(iter(loader))
+    assert batch.num_target_tokens == int((batch.tgt_out != Vocab.pad).sum())
+
+
+def test_evaluate_loss_with_batch_statistics():
+    torch.manual_seed(0)
+    model = tiny_model(norm="batch")
+    loader = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 3, shuffle=False)
+    running = [m.running_mean.clone() for m in model.modules() if isinstance(m, torch.nn.BatchNorm1d)]
+    plain = evaluate_loss(model, loader)
+    batch_stats = evaluate_loss(model, loader, batch_statistics=True)
+    assert abs(plain - batch_stats) > 1e-3                           # two functions
+    after = [m.running_mean for m in model.modules() if isinstance(m, torch.nn.BatchNorm1d)]
+    assert all(torch.equal(a, b) for a, b in zip(running, after))   # running averages untouched
+    layer = tiny_model()
+    assert evaluate_loss(layer, loader) == pytest.approx(evaluate_loss(layer, loader, batch_statistics=True))
+
+
 def test_d2l_examples_are_scored_as_d2l_scores_them():
     from transformer_lib.data import tokenize
     from transformer_lib.translate import D2L_EXAMPLES, score_d2l_examples
@@ -177,7 +279,8 @@ def test_d2l_examples_are_scored_as_d2l_scores_them():
     pairs = [(tokenize(en), tokenize(fr)) for en, fr, _ in D2L_EXAMPLES]
     src_vocab, tgt_vocab = Vocab([s for s, _ in pairs]), Vocab([t for _, t in pairs])
     torch.manual_seed(0)
-    model = tl.Transformer(tl.TransformerConfig(len(src_vocab), len(tgt_vocab), num_hiddens=32, ffn_num_hiddens=64,
+    model = tl.Transformer(tl.TransformerConfig(len(src_vocab), len(tgt_vocab), num_hiddens=32,
+                                                ffn_num_hiddens=64,
                                                 num_heads=4, num_enc_blks=1, num_dec_blks=1, dropout=0.0))
     untrained = score_d2l_examples(model, src_vocab, tgt_vocab)
     assert len(untrained) == 4 and all(0.0 <= score < 1.0 for _, score in untrained)

@@ -45,13 +45,15 @@ def test_static_mode_precomputes_every_state_and_links_the_controls_in_the_brows
                              mode="static")
     assert box.mode == "static" and len(calls) == 9 and set(box.images) == set(calls)
     heads_slider, mask_buttons, top = box.children
-    assert isinstance(heads_slider, widgets.SelectionSlider) and isinstance(mask_buttons, widgets.ToggleButtons)
+    assert isinstance(heads_slider, widgets.SelectionSlider)
+    assert isinstance(mask_buttons, widgets.ToggleButtons)
     assert isinstance(top, widgets.Stack) and len(top.children) == 3
     assert all(isinstance(child, widgets.Stack) and len(child.children) == 3 for child in top.children)
     image = top.children[2].children[1]
     assert isinstance(image, widgets.Image) and image.value == box.images[(4, "padding")]
     assert len(box.links) == 4  # one for the top stack, one per second-level stack
-    linked = {(l.source[0].model_id, l.source[1], l.target[0].model_id, l.target[1]) for l in box.links}
+    linked = {(link.source[0].model_id, link.source[1], link.target[0].model_id, link.target[1])
+              for link in box.links}
     assert (heads_slider.model_id, "index", top.model_id, "selected_index") in linked
     for child in top.children:  # the second control drives every stack of the second level
         assert (mask_buttons.model_id, "index", child.model_id, "selected_index") in linked
@@ -102,10 +104,10 @@ def test_long_labels_get_a_dropdown_short_ones_buttons():
 
 
 def _history(seconds, losses, val=()):
-    from transformer_lib.training import History
+    from transformer_lib.training import History, Validation
 
     return History(steps=list(range(1, len(losses) + 1)), seconds=list(seconds), train_loss=list(losses),
-                   val_loss=list(val))
+                   validation=[Validation(*v) for v in val])
 
 
 def test_loss_curves_plot_every_run_against_seconds():

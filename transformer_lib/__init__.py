@@ -1,45 +1,59 @@
-"""transformer_lib: the one tested Transformer implementation behind the book.
+"""transformer_lib: the one tested Transformer implementation behind the
+book.
 
 One concept per module:
 
-- :mod:`.attention`   masked softmax, scaled dot-product and additive attention
-- :mod:`.multihead`   multi-head attention (separate W_q/W_k/W_v, fused qkv, and the post-norm
-                      layout with residual + LayerNorm inside), key/value cache
+- :mod:`.attention`   masked softmax, scaled dot-product and additive
+                      attention
+- :mod:`.multihead`   multi-head attention and its key/value cache
+- :mod:`.layouts`     the same function in other code bases' layouts:
+                      d2l's, ViT's fused qkv, jadore801120's post-norm
+- :mod:`.record`      recording attention weights (``record_attention``)
 - :mod:`.ffn`         the position-wise feed-forward network
 - :mod:`.addnorm`     residual connection + LayerNorm
 - :mod:`.positional`  sinusoidal positional encoding
-- :mod:`.stack`       embeddings + positional encoding + N blocks, shared by encoder and decoder
-- :mod:`.encoder`, :mod:`.decoder`, :mod:`.model`   the encoder-decoder Transformer
-- :mod:`.decoding`    greedy decoding (with or without the cache) and beam search
-- :mod:`.rnn`         the GRU encoder-decoder with additive attention, for comparison
+- :mod:`.stack`       embeddings + positional encoding + N blocks
+- :mod:`.encoder`, :mod:`.decoder`, :mod:`.model`: the encoder-decoder
+- :mod:`.decoding`    greedy decoding and beam search
+- :mod:`.rnn`         a GRU encoder-decoder with additive attention
 
-The translator pipeline: :mod:`.download` (finding and verifying the fra-eng pairs),
-:mod:`.data` (preprocessing, vocabularies, subsets, grouped split, batches), :mod:`.training`,
-:mod:`.checkpoint`, :mod:`.bleu`, :mod:`.translate`, :mod:`.recipes` and the command line
+The translator pipeline: :mod:`.download` (finding and verifying the
+fra-eng pairs), :mod:`.data` (preprocessing, vocabularies, subsets,
+grouped split, batches), :mod:`.training`, :mod:`.checkpoint`,
+:mod:`.bleu`, :mod:`.translate`, :mod:`.recipes` and the command line
 (``python -m transformer_lib``, :mod:`.cli`).
 """
 
 from .addnorm import AddNorm
-from .attention import (AdditiveAttention, DotProductAttention, attention_mask, masked_softmax,
+from .attention import (AdditiveAttention, DotProductAttention,
+                        attention_mask, masked_softmax,
                         scaled_dot_product_attention)
-from .decoder import DecoderCache, TransformerDecoder, TransformerDecoderBlock
+from .decoder import (BlockCache, DecoderCache, TransformerDecoder,
+                      TransformerDecoderBlock)
 from .decoding import beam_search, greedy_decode
 from .encoder import TransformerEncoder, TransformerEncoderBlock
 from .ffn import PositionWiseFFN
+from .layouts import (FusedSelfAttention, PostNormMultiHeadAttention,
+                      fused_from_separate, post_norm_from_separate,
+                      separate_from_fused, transpose_output, transpose_qkv)
 from .model import EncoderDecoder, Transformer, TransformerConfig
-from .multihead import (FusedSelfAttention, KVCache, MultiHeadAttention, PostNormMultiHeadAttention,
-                        fused_from_separate, merge_heads, post_norm_from_separate, separate_from_fused,
-                        split_heads, transpose_output, transpose_qkv)
+from .multihead import KVCache, MultiHeadAttention, merge_heads, split_heads
 from .positional import PositionalEncoding, sinusoidal_encoding
+from .record import AttentionMaps, record_attention
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
-    "AddNorm", "AdditiveAttention", "DecoderCache", "DotProductAttention", "EncoderDecoder",
-    "FusedSelfAttention", "KVCache", "MultiHeadAttention", "PositionWiseFFN",
-    "PositionalEncoding", "PostNormMultiHeadAttention", "Transformer", "TransformerConfig", "TransformerDecoder",
-    "TransformerDecoderBlock", "TransformerEncoder", "TransformerEncoderBlock",
-    "attention_mask", "beam_search", "fused_from_separate", "greedy_decode", "masked_softmax", "merge_heads",
-    "post_norm_from_separate", "scaled_dot_product_attention", "separate_from_fused", "sinusoidal_encoding", "split_heads",
-    "transpose_output", "transpose_qkv",
+    "AddNorm", "AdditiveAttention", "AttentionMaps", "BlockCache",
+    "DecoderCache", "DotProductAttention", "EncoderDecoder",
+    "FusedSelfAttention", "KVCache", "MultiHeadAttention",
+    "PositionWiseFFN", "PositionalEncoding", "PostNormMultiHeadAttention",
+    "Transformer", "TransformerConfig", "TransformerDecoder",
+    "TransformerDecoderBlock", "TransformerEncoder",
+    "TransformerEncoderBlock", "attention_mask", "beam_search",
+    "fused_from_separate", "greedy_decode", "masked_softmax", "merge_heads",
+    "post_norm_from_separate", "record_attention",
+    "scaled_dot_product_attention", "separate_from_fused",
+    "sinusoidal_encoding", "split_heads", "transpose_output",
+    "transpose_qkv",
 ]

@@ -1,8 +1,17 @@
 """Argument checks that fail early with a message naming the argument.
 
-A shape error from deep inside ``torch.matmul`` tells a reader nothing about which of
-*their* arguments was wrong; these helpers do.  They are cheap (shape and dtype checks
-only, plus one reduction for value ranges).
+A shape error from deep inside ``torch.matmul`` tells a reader nothing
+about which of *their* arguments was wrong; these helpers do.
+
+Two kinds of check:
+
+- **shape and dtype** (:func:`check_tensor`): Python comparisons of
+  metadata, cheap enough for every layer;
+- **values** (:func:`check_token_ids`, :func:`check_valid_lens`): a
+  reduction over the tensor whose result Python must read, which on a GPU
+  is a host-device synchronisation.  They run once, at the public entry
+  points (``EncoderDecoder.forward``, the stacks' ``forward``, the
+  decoding functions, ``fit``), never inside the layers.
 """
 
 from __future__ import annotations
@@ -11,30 +20,32 @@ import torch
 
 _KINDS = {
     "float": lambda t: t.is_floating_point(),
-    "int": lambda t: not t.is_floating_point() and not t.is_complex() and t.dtype != torch.bool,
+    "int": lambda t: not (t.is_floating_point() or t.is_complex()
+                          or t.dtype == torch.bool),
     "bool": lambda t: t.dtype == torch.bool,
 }
 
 
-def check_tensor(name: str, x, *, ndim=None, kind: str | None = None, last_dim: int | None = None):
-    """Raise a clear ``TypeError``/``ValueError`` unless ``x`` is a tensor of the expected form.
-
-    ``ndim`` may be an int or a tuple of allowed ranks; ``kind`` is ``"float"``, ``"int"`` or
-    ``"bool"``; ``last_dim`` is the required size of the last axis.
-    """
+def check_tensor(name: str, x, *, ndim=None, kind: str | None = None,
+                 last_dim: int | None = None) -> None:
+    """Raise a ``TypeError``/``ValueError`` unless ``x`` is a tensor of the
+    expected form: ``ndim`` an int or a tuple of allowed ranks, ``kind``
+    ``"float"``, ``"int"`` or ``"bool"``, ``last_dim`` the size of the last
+    axis."""
     if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        raise TypeError(f"{name} must be a torch.Tensor, "
+                        f"got {type(x).__name__}")
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if x.dim() not in allowed:
             want = " or ".join(str(n) for n in allowed)
-            raise ValueError(f"{name} must have {want} dimensions, got shape {tuple(x.shape)}")
+            raise ValueError(f"{name} must have {want} dimensions, "
+                             f"got shape {tuple(x.shape)}")
     if kind is not None and not _KINDS[kind](x):
         raise TypeError(f"{name} must have a {kind} dtype, got {x.dtype}")
     if last_dim is not None and x.shape[-1] != last_dim:
-        raise ValueError(
-            f"{name} must have last dimension {last_dim}, got shape {tuple(x.shape)}"
-        )
+        raise ValueError(f"{name} must have last dimension {last_dim}, "
+                         f"got shape {tuple(x.shape)}")
 
 
 def check_positive_int(name: str, value) -> None:
@@ -43,15 +54,51 @@ def check_positive_int(name: str, value) -> None:
 
 
 def check_probability(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not 0.0 <= value < 1.0):
         raise ValueError(f"{name} must be a float in [0, 1), got {value!r}")
 
 
-def check_token_ids(name: str, tokens, vocab_size: int) -> None:
-    """Token ids must be a 2-D integer tensor (batch, steps) with ids in [0, vocab_size)."""
-    check_tensor(name, tokens, ndim=2, kind="int")
-    if tokens.numel() and bool(((tokens < 0) | (tokens >= vocab_size)).any()):
+def check_heads_divide(num_hiddens: int, num_heads: int) -> None:
+    """Every head gets ``num_hiddens / num_heads`` features: a whole
+    number of them."""
+    check_positive_int("num_hiddens", num_hiddens)
+    check_positive_int("num_heads", num_heads)
+    if num_hiddens % num_heads:
         raise ValueError(
-            f"{name} holds ids outside [0, {vocab_size}): min {int(tokens.min())}, "
-            f"max {int(tokens.max())}"
-        )
+            f"num_heads ({num_heads}) must divide num_hiddens "
+            f"({num_hiddens}) so that every head gets num_hiddens / "
+            f"num_heads features")
+
+
+def out_of_range(x: torch.Tensor, low: int, high: int) -> bool:
+    """Whether some value of ``x`` lies outside ``[low, high)``: the one
+    check that reads a tensor on the host (a synchronisation on a GPU)."""
+    return bool(x.numel()) and bool(((x < low) | (x >= high)).any())
+
+
+def check_token_ids(name: str, tokens, vocab_size: int) -> None:
+    """Token ids: a 2-D integer tensor (batch, steps) of ids in
+    ``[0, vocab_size)``."""
+    check_tensor(name, tokens, ndim=2, kind="int")
+    if out_of_range(tokens, 0, vocab_size):
+        raise ValueError(
+            f"{name} holds ids outside [0, {vocab_size}): "
+            f"min {int(tokens.min())}, max {int(tokens.max())}")
+
+
+def check_valid_lens(name: str, valid_lens, X: torch.Tensor) -> None:
+    """``None``, or one length per row of ``X`` (B, T, ...): integers in
+    ``[0, T]``."""
+    if valid_lens is None:
+        return
+    check_tensor(name, valid_lens, ndim=1, kind="int")
+    if valid_lens.shape[0] != X.shape[0]:
+        raise ValueError(f"{name} must have one length per batch row, "
+                         f"shape ({X.shape[0]},), got "
+                         f"{tuple(valid_lens.shape)}")
+    if out_of_range(valid_lens, 0, X.shape[1] + 1):
+        raise ValueError(
+            f"{name} must lie in [0, {X.shape[1]}] (the sequence length), "
+            f"got values from {int(valid_lens.min())} to "
+            f"{int(valid_lens.max())}")

@@ -1,7 +1,8 @@
-"""The residual connection followed by layer normalisation ("Add & Norm", post-norm).
+"""The residual connection followed by layer normalisation ("Add & Norm",
+post-norm).
 
-Vaswani et al. (2017), section 5.4 and 3.1: the output of each sub-layer is
-LayerNorm(x + Dropout(Sublayer(x))).
+Vaswani et al. (2017), sections 3.1 and 5.4: the output of each sub-layer
+is LayerNorm(x + Dropout(Sublayer(x))).
 """
 
 from __future__ import annotations
@@ -12,17 +13,21 @@ from ._checks import check_probability, check_tensor
 
 
 class AddNorm(nn.Module):
-    """``AddNorm(X, Y) = LayerNorm(X + Dropout(Y))``; ``X`` is the sub-layer's input, ``Y`` its output.
+    """``AddNorm(X, Y) = LayerNorm(X + Dropout(Y))``: ``X`` is the
+    sub-layer's input, ``Y`` its output.
 
-    ``norm="batch"`` uses BatchNorm over the feature axis instead (statistics over the batch
-    *and* every position, padding included) -- for the LayerNorm-vs-BatchNorm chapter.
+    ``norm="batch"`` uses BatchNorm over the feature axis instead
+    (statistics over the batch *and* every position, padding included):
+    for the LayerNorm-vs-BatchNorm chapter.
     """
 
-    def __init__(self, norm_shape, dropout: float = 0.0, norm: str = "layer"):
+    def __init__(self, norm_shape, dropout: float = 0.0,
+                 norm: str = "layer"):
         super().__init__()
         check_probability("dropout", dropout)
         if norm not in ("layer", "batch"):
-            raise ValueError(f"norm must be 'layer' or 'batch', got {norm!r}")
+            raise ValueError(f"norm must be 'layer' or 'batch', "
+                             f"got {norm!r}")
         self.norm = norm
         self.dropout = nn.Dropout(dropout)
         if norm == "layer":
@@ -31,15 +36,15 @@ class AddNorm(nn.Module):
             self.bn = nn.BatchNorm1d(norm_shape)
 
     def forward(self, X, Y):
-        """X, Y: ``(..., *norm_shape)`` of one shape -> the same shape."""
+        """X, Y: ``(..., *norm_shape)``, one shape -> the same shape."""
         check_tensor("X", X, kind="float")
         check_tensor("Y", Y, kind="float")
         if X.shape != Y.shape:
             raise ValueError(
-                f"X (the residual) and Y (the sub-layer output) must have one shape, got "
-                f"{tuple(X.shape)} and {tuple(Y.shape)}"
-            )
+                f"X (the residual) and Y (the sub-layer output) must have "
+                f"one shape, got {tuple(X.shape)} and {tuple(Y.shape)}")
         Z = self.dropout(Y) + X
         if self.norm == "layer":
             return self.ln(Z)
-        return self.bn(Z.transpose(1, -1)).transpose(1, -1)  # BatchNorm1d wants (B, D, T)
+        # BatchNorm1d wants the features on axis 1: (B, d, T)
+        return self.bn(Z.transpose(1, -1)).transpose(1, -1)

@@ -1,8 +1,10 @@
-"""Checkpoints: the model's config, both vocabularies and the weights in one file.
+"""Checkpoints: the model's config, both vocabularies and the weights in
+one file.
 
-Written atomically (a temporary file, then ``os.replace``), so an interrupted save never
-leaves a half-written checkpoint; read with ``torch.load(weights_only=True)``, which loads
-tensors and plain Python values but never runs code from the file.
+Written atomically (a temporary file, then ``os.replace``), so an
+interrupted save never leaves a half-written checkpoint; read with
+``torch.load(weights_only=True)``, which loads tensors and plain Python
+values but never runs code from the file.
 """
 
 from __future__ import annotations
@@ -22,33 +24,41 @@ FORMAT_VERSION = 1
 def _model_classes():
     from .rnn import GRUConfig, GRUSeq2Seq
 
-    return {"Transformer": (Transformer, TransformerConfig), "GRUSeq2Seq": (GRUSeq2Seq, GRUConfig)}
+    return {"Transformer": (Transformer, TransformerConfig),
+            "GRUSeq2Seq": (GRUSeq2Seq, GRUConfig)}
 
 
 class CheckpointError(ValueError):
-    """A checkpoint that cannot be used: unreadable, or made for another model or vocabulary."""
+    """A checkpoint that cannot be used: unreadable, or made for another
+    model or vocabulary."""
 
 
-def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab, extra: dict | None = None) -> Path:
-    """Save ``model`` (a :class:`Transformer` or :class:`GRUSeq2Seq`) with its vocabularies.
+def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab,
+                    extra: dict | None = None) -> Path:
+    """Save ``model`` (a :class:`Transformer` or :class:`GRUSeq2Seq`) with
+    its vocabularies.
 
-    ``extra``: plain values to keep alongside (e.g. the data subset and split seed).
+    ``extra``: plain values to keep alongside (e.g. the data subset and
+    split seed).
     """
     kind = type(model).__name__
     if kind not in _model_classes():
-        raise TypeError(f"model must be one of {sorted(_model_classes())}, got {kind}")
+        raise TypeError(f"model must be one of {sorted(_model_classes())}, "
+                        f"got {kind}")
     payload = {
         "format": FORMAT_VERSION,
         "model": kind,
         "config": model.config.to_dict(),
         "src_vocab": list(src_vocab.idx_to_token),
         "tgt_vocab": list(tgt_vocab.idx_to_token),
-        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "state_dict": {k: v.detach().cpu()
+                       for k, v in model.state_dict().items()},
         "extra": dict(extra or {}),
     }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",
+                               suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             torch.save(payload, f)
@@ -65,50 +75,67 @@ def _read(path) -> dict:
         raise CheckpointError(f"checkpoint {path} does not exist")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as err:  # truncated file, not a torch file, or unsafe content
-        raise CheckpointError(f"checkpoint {path} cannot be read: {err}") from err
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT_VERSION:
-        raise CheckpointError(f"{path} is not a transformer_lib checkpoint (format {FORMAT_VERSION})")
+    except Exception as err:
+        # truncated file, not a torch file, or unsafe content
+        raise CheckpointError(f"checkpoint {path} cannot be read: "
+                              f"{err}") from err
+    if (not isinstance(payload, dict)
+            or payload.get("format") != FORMAT_VERSION):
+        raise CheckpointError(f"{path} is not a transformer_lib checkpoint "
+                              f"(format {FORMAT_VERSION})")
     if payload.get("model") not in _model_classes():
-        raise CheckpointError(f"{path} holds an unknown model kind {payload.get('model')!r}")
+        raise CheckpointError(f"{path} holds an unknown model kind "
+                              f"{payload.get('model')!r}")
     return payload
 
 
 def load_checkpoint(path, device=None):
-    """Rebuild the saved model.  Returns ``(model, src_vocab, tgt_vocab, extra)``; the model is
-    in evaluation mode on ``device`` (default CPU)."""
+    """Rebuild the saved model.  Returns
+    ``(model, src_vocab, tgt_vocab, extra)``; the model is in evaluation
+    mode on ``device`` (default CPU)."""
     payload = _read(path)
     model_cls, config_cls = _model_classes()[payload["model"]]
     try:
         config = config_cls(**payload["config"])
     except (TypeError, ValueError) as err:
-        raise CheckpointError(f"checkpoint {path} has an invalid config: {err}") from err
+        raise CheckpointError(f"checkpoint {path} has an invalid config: "
+                              f"{err}") from err
     src_vocab = Vocab.from_tokens(payload["src_vocab"])
     tgt_vocab = Vocab.from_tokens(payload["tgt_vocab"])
-    if (len(src_vocab), len(tgt_vocab)) != (config.src_vocab_size, config.tgt_vocab_size):
+    if ((len(src_vocab), len(tgt_vocab))
+            != (config.src_vocab_size, config.tgt_vocab_size)):
         raise CheckpointError(
-            f"checkpoint {path}: vocabulary sizes {len(src_vocab)}/{len(tgt_vocab)} do not match "
+            f"checkpoint {path}: vocabulary sizes "
+            f"{len(src_vocab)}/{len(tgt_vocab)} do not match "
             f"the config's {config.src_vocab_size}/{config.tgt_vocab_size}"
         )
     model = model_cls(config)
     _load_state(model, payload, path)
-    return model.to(device or "cpu").eval(), src_vocab, tgt_vocab, payload["extra"]
+    return (model.to(device or "cpu").eval(), src_vocab, tgt_vocab,
+            payload["extra"])
 
 
 def load_weights(model, path, src_vocab: Vocab, tgt_vocab: Vocab) -> dict:
-    """Load saved weights into an existing ``model`` built for ``src_vocab``/``tgt_vocab``.
+    """Load saved weights into an existing ``model`` built for
+    ``src_vocab``/``tgt_vocab``.
 
-    A checkpoint made with another config or other vocabularies is a :class:`CheckpointError`
-    that says what differs.  Returns the checkpoint's ``extra``.
+    A checkpoint made with another config or other vocabularies is a
+    :class:`CheckpointError` that says what differs.  Returns the
+    checkpoint's ``extra``.
     """
     payload = _read(path)
     if payload["model"] != type(model).__name__:
-        raise CheckpointError(f"checkpoint {path} holds a {payload['model']}, not a {type(model).__name__}")
+        raise CheckpointError(f"checkpoint {path} holds a "
+                              f"{payload['model']}, not a "
+                              f"{type(model).__name__}")
     ours = model.config.to_dict()
-    differ = {k: (payload["config"].get(k), v) for k, v in ours.items() if payload["config"].get(k) != v}
+    differ = {k: (payload["config"].get(k), v) for k, v in ours.items()
+              if payload["config"].get(k) != v}
     if differ:
-        detail = ", ".join(f"{k}: saved {a!r} vs model {b!r}" for k, (a, b) in differ.items())
-        raise CheckpointError(f"checkpoint {path} was made for another config ({detail})")
+        detail = ", ".join(f"{k}: saved {a!r} vs model {b!r}"
+                           for k, (a, b) in differ.items())
+        raise CheckpointError(f"checkpoint {path} was made for another "
+                              f"config ({detail})")
     for side, saved, vocab in (("source", payload["src_vocab"], src_vocab),
                                ("target", payload["tgt_vocab"], tgt_vocab)):
         if list(saved) != list(vocab.idx_to_token):
@@ -124,4 +151,5 @@ def _load_state(model, payload, path) -> None:
     try:
         model.load_state_dict(payload["state_dict"])
     except RuntimeError as err:
-        raise CheckpointError(f"checkpoint {path} does not fit the model: {err}") from err
+        raise CheckpointError(f"checkpoint {path} does not fit the model: "
+                              f"{err}") from err

@@ -1,4 +1,5 @@
-"""Command line: ``python -m transformer_lib train | translate | evaluate``."""
+"""The command line: ``python -m transformer_lib train | translate |
+evaluate``."""
 
 from __future__ import annotations
 
@@ -11,41 +12,62 @@ from .download import DATA_DIR_ENV
 
 def _add_data_args(p):
     p.add_argument("--data-dir", default=None,
-                   help=f"folder holding fra-eng/fra.txt (default: ${DATA_DIR_ENV}, then the user "
-                        "cache, then a download from d2l's data hub)")
+                   help=f"folder holding fra-eng/fra.txt (default: "
+                        f"${DATA_DIR_ENV}, then the user cache, then a "
+                        f"download from d2l's data hub)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     from .recipes import RECIPES
+    from .training import PRECISIONS
 
     parser = argparse.ArgumentParser(
         prog="python -m transformer_lib",
-        description="Train, use and evaluate English-to-French translators.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{train,translate,evaluate}")
+        description="Train, use and evaluate English-to-French "
+                    "translators.")
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar="{train,translate,evaluate}")
 
     t = sub.add_parser("train", help="train a model and save a checkpoint",
-                       description="Train on a named recipe (data subset + model + schedule).")
+                       description="Train on a named recipe (data subset + "
+                                   "model + schedule).")
     t.add_argument("--recipe", choices=sorted(RECIPES), default="basic",
-                   help="d2l: d2l's demo; basic: the 4-minute CPU recipe; full: all pairs, for a GPU")
-    t.add_argument("--model", choices=("transformer", "gru"), default="transformer")
+                   help="d2l: d2l's demo; basic: the CPU recipe; full: all "
+                        "pairs, for a GPU")
+    t.add_argument("--model", choices=("transformer", "gru"),
+                   default="transformer")
     t.add_argument("--out", required=True, help="checkpoint path to write")
-    t.add_argument("--epochs", type=int, help="override the recipe's number of epochs (0: none)")
-    t.add_argument("--max-seconds", type=float, help="override the recipe's time budget")
+    t.add_argument("--epochs", type=int,
+                   help="override the recipe's number of epochs (0: none)")
+    t.add_argument("--max-seconds", type=float,
+                   help="override the recipe's time budget")
     t.add_argument("--batch-size", type=int)
     t.add_argument("--lr", type=float)
     t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--device", help="cuda, mps or cpu (default: the best available)")
+    t.add_argument("--device",
+                   help="cuda, mps or cpu (default: the best available)")
+    t.add_argument("--precision", choices=PRECISIONS,
+                   help="matrix products in float32, or bf16/fp16 autocast "
+                        "(default auto: bf16 on a GPU or a CPU that has "
+                        "it natively, else float32)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_data_args(t)
 
-    r = sub.add_parser("translate", help="translate English sentences with a checkpoint")
+    r = sub.add_parser("translate",
+                       help="translate English sentences with a checkpoint")
     r.add_argument("--checkpoint", required=True)
-    r.add_argument("--beam", type=int, default=1, help="beam size (1: greedy)")
-    r.add_argument("sentences", nargs="*", help="sentences to translate (default: one per line on stdin)")
+    r.add_argument("--beam", type=int, default=1,
+                   help="beam size (1: greedy)")
+    r.add_argument("sentences", nargs="*",
+                   help="sentences to translate (default: one per line on "
+                        "stdin)")
 
-    e = sub.add_parser("evaluate", help="corpus BLEU of a checkpoint on its held-out split")
+    e = sub.add_parser("evaluate",
+                       help="corpus BLEU of a checkpoint on its held-out "
+                            "split")
     e.add_argument("--checkpoint", required=True)
-    e.add_argument("--beam", type=int, default=4, help="beam size for the beam-search row")
+    e.add_argument("--beam", type=int, default=4,
+                   help="beam size for the beam-search row")
     _add_data_args(e)
     return parser
 
@@ -60,32 +82,43 @@ def cmd_train(args) -> int:
     from .translate import evaluate_bleu
 
     recipe = RECIPES[args.recipe]
-    changes = {k: v for k, v in dict(epochs=args.epochs, max_seconds=args.max_seconds, lr=args.lr,
-                                     seed=args.seed, device=args.device).items() if v is not None}
-    recipe = recipe.with_train(**changes)
+    changes = dict(epochs=args.epochs, max_seconds=args.max_seconds,
+                   lr=args.lr, seed=args.seed, device=args.device,
+                   precision=args.precision)
+    recipe = recipe.with_train(**{k: v for k, v in changes.items()
+                                  if v is not None})
     if args.batch_size:
         recipe = replace(recipe, batch_size=args.batch_size)
     split, src_vocab, tgt_vocab = recipe.load_data(args.data_dir)
-    print(f"data: {recipe.subset}, {len(split.train)} training pairs, {len(split.val)} validation "
-          f"pairs, {len(split.test)} test sources; vocabularies {len(src_vocab)} / {len(tgt_vocab)}")
+    print(f"data: {recipe.subset}, {len(split.train)} training pairs, "
+          f"{len(split.val)} validation pairs, {len(split.test)} test "
+          f"sources; vocabularies {len(src_vocab)} / {len(tgt_vocab)}")
     seed_everything(recipe.train.seed)
+    sizes = (len(src_vocab), len(tgt_vocab))
     if args.model == "gru":
-        model = GRUSeq2Seq(GRUConfig(len(src_vocab), len(tgt_vocab), **recipe.gru))
+        model = GRUSeq2Seq(GRUConfig(*sizes, **recipe.gru))
     else:
-        model = Transformer(TransformerConfig(len(src_vocab), len(tgt_vocab), **recipe.model))
-    print(f"model: {type(model).__name__}, {model.num_parameters():,} parameters")
-    train = BatchLoader(split.train, src_vocab, tgt_vocab, recipe.batch_size, seed=recipe.train.seed)
+        model = Transformer(TransformerConfig(*sizes, **recipe.model))
+    print(f"model: {type(model).__name__}, {model.num_parameters():,} "
+          f"parameters")
+    train = BatchLoader(split.train, src_vocab, tgt_vocab, recipe.batch_size,
+                        seed=recipe.train.seed)
     val = BatchLoader(split.val, src_vocab, tgt_vocab, 256, shuffle=False)
     history = fit(model, train, val, recipe.train, progress=not args.quiet)
-    print(f"trained {history.epochs_done:.2f} epochs in {history.train_seconds:.0f} s "
-          f"({history.tokens_per_second:.0f} target tokens/s); validation loss {history.val_loss[-1][2]:.3f}")
-    extra = dict(recipe=args.recipe, subset=recipe.subset, split_seed=recipe.split_seed,
-                 num_test_sources=recipe.num_test_sources, num_val_sources=recipe.num_val_sources,
+    print(f"trained {history.epochs_done:.2f} epochs in "
+          f"{history.train_seconds:.0f} s ({history.tokens_per_second:.0f} "
+          f"target tokens/s, {history.precision}); validation loss "
+          f"{history.validation[-1].loss:.3f}")
+    extra = dict(recipe=args.recipe, subset=recipe.subset,
+                 split_seed=recipe.split_seed,
+                 num_test_sources=recipe.num_test_sources,
+                 num_val_sources=recipe.num_val_sources,
                  min_freq=recipe.min_freq)
-    path = save_checkpoint(args.out, model.cpu(), src_vocab, tgt_vocab, extra)
+    path = save_checkpoint(args.out, model.cpu(), src_vocab, tgt_vocab,
+                           extra)
     result = evaluate_bleu(model, split.test, src_vocab, tgt_vocab)
-    print(f"held-out BLEU (greedy): {result['single']:.1f} single-reference, "
-          f"{result['multi']:.1f} multi-reference")
+    print(f"held-out BLEU (greedy): {result.single:.1f} single-reference, "
+          f"{result.multi:.1f} multi-reference")
     print(f"saved {path}")
     return 0
 
@@ -97,10 +130,14 @@ def cmd_translate(args) -> int:
     model, src_vocab, tgt_vocab, _ = load_checkpoint(args.checkpoint)
     sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin]
     if not sentences:
-        raise ValueError("no sentence given: pass sentences as arguments or on standard input")
-    for result in translate(model, sentences, src_vocab, tgt_vocab, beam_size=args.beam):
+        raise ValueError("no sentence given: pass sentences as arguments or "
+                         "on standard input")
+    results = translate(model, sentences, src_vocab, tgt_vocab,
+                        beam_size=args.beam)
+    for result in results:
         if result.unknown:
-            print(f"notice: unknown words read as <unk>: {', '.join(result.unknown)}", file=sys.stderr)
+            print(f"notice: unknown words read as <unk>: "
+                  f"{', '.join(result.unknown)}", file=sys.stderr)
         print(result.text)
     return 0
 
@@ -108,19 +145,24 @@ def cmd_translate(args) -> int:
 def cmd_evaluate(args) -> int:
     from .checkpoint import load_checkpoint
     from .recipes import RECIPES
-    from .translate import evaluate_bleu
+    from .translate import held_out_bleu
 
     model, src_vocab, tgt_vocab, extra = load_checkpoint(args.checkpoint)
     if "recipe" not in extra:
-        raise ValueError(f"checkpoint {args.checkpoint} does not say which data it was trained on")
-    recipe = replace(RECIPES[extra["recipe"]], split_seed=extra["split_seed"],
-                     num_test_sources=extra["num_test_sources"], num_val_sources=extra["num_val_sources"],
+        raise ValueError(f"checkpoint {args.checkpoint} does not say which "
+                         f"data it was trained on")
+    recipe = replace(RECIPES[extra["recipe"]],
+                     split_seed=extra["split_seed"],
+                     num_test_sources=extra["num_test_sources"],
+                     num_val_sources=extra["num_val_sources"],
                      min_freq=extra["min_freq"])
     split, _, _ = recipe.load_data(args.data_dir)
-    print(f"{'decoding':<12} {'single-ref':>10} {'multi-ref':>10}   ({len(split.test)} held-out sources)")
-    for name, beam in (("greedy", 1), (f"beam {args.beam}", args.beam)):
-        result = evaluate_bleu(model, split.test, src_vocab, tgt_vocab, beam_size=beam)
-        print(f"{name:<12} {result['single']:>10.1f} {result['multi']:>10.1f}")
+    print(f"{'decoding':<12} {'single-ref':>10} {'multi-ref':>10}   "
+          f"({len(split.test)} held-out sources)")
+    scores = held_out_bleu(model, split.test, src_vocab, tgt_vocab,
+                           beam_sizes=(1, args.beam))
+    for name, score in scores.items():
+        print(f"{name:<12} {score.single:>10.1f} {score.multi:>10.1f}")
     return 0
 
 
@@ -129,9 +171,10 @@ def main(argv=None) -> int:
     from .download import DataError
 
     args = build_parser().parse_args(argv)
-    command = {"train": cmd_train, "translate": cmd_translate, "evaluate": cmd_evaluate}[args.command]
+    commands = {"train": cmd_train, "translate": cmd_translate,
+                "evaluate": cmd_evaluate}
     try:
-        return command(args)
+        return commands[args.command](args)
     except (DataError, CheckpointError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

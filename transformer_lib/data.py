@@ -1,8 +1,9 @@
-"""English-French sentence pairs: preprocessing, vocabularies, named subsets, a grouped
-train/validation/test split, and length-bucketed batches.
+"""English-French sentence pairs: preprocessing, vocabularies, named
+subsets, a grouped train/validation/test split, and length-bucketed
+batches.
 
-The pairs are d2l's ``fra-eng`` file (Tatoeba via manythings.org, CC-BY 2.0); see
-:mod:`transformer_lib.download` for where it is looked for.
+The pairs are d2l's ``fra-eng`` file (Tatoeba via manythings.org, CC-BY
+2.0); see :mod:`transformer_lib.download` for where it is looked for.
 """
 
 from __future__ import annotations
@@ -16,18 +17,22 @@ import torch
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)  # ids 0, 1, 2, 3 in every vocabulary
 
-# English openings of the `basic` subset (as in PyTorch's seq2seq tutorial: "he is" without a
-# trailing space also takes "he isn't ...").
-BASIC_PREFIXES = ("i am ", "i'm ", "he is", "he's ", "she is", "she's ", "you are", "you're ",
-                  "we are", "we're ", "they are", "they're ")
+# English openings of the `basic` subset (as in PyTorch's seq2seq
+# tutorial: "he is" without a trailing space also takes "he isn't ...").
+BASIC_PREFIXES = ("i am ", "i'm ", "he is", "he's ", "she is", "she's ",
+                  "you are", "you're ", "we are", "we're ", "they are",
+                  "they're ")
 BASIC_MAX_TOKENS = 11  # per side, punctuation included, <eos> not counted
 D2L_NUM_TRAIN, D2L_NUM_VAL = 512, 128
 SUBSETS = ("d2l", "basic", "full")
 
+Pair = tuple[list[str], list[str]]  # (English tokens, French tokens)
+
 
 def preprocess(text: str) -> str:
-    """d2l's normalisation: non-breaking spaces become spaces, everything is lower-cased, and
-    a space is put before ``, . ! ?`` when none is there (``"Go."`` -> ``"go ."``)."""
+    """d2l's normalisation: non-breaking spaces become spaces, everything
+    is lower-cased, and a space is put before ``, . ! ?`` when none is
+    there (``"Go."`` -> ``"go ."``)."""
     text = text.replace("\u202f", " ").replace("\xa0", " ").lower()
     chars = []
     for i, char in enumerate(text):
@@ -38,15 +43,14 @@ def preprocess(text: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
-    """Split a preprocessed sentence into word tokens (empty strings dropped)."""
+    """Split a preprocessed sentence into word tokens (no empty ones)."""
     return [token for token in text.split(" ") if token]
 
 
-def parse_pairs(raw_text: str, max_lines: int | None = None) -> list[tuple[list[str], list[str]]]:
-    """``english<TAB>french`` lines -> token lists, after :func:`preprocess`.
-
-    ``max_lines`` reads lines ``0..max_lines`` inclusive, as d2l's ``_tokenize`` does.
-    """
+def parse_pairs(raw_text: str, max_lines: int | None = None) -> list[Pair]:
+    """``english<TAB>french`` lines -> token lists, after
+    :func:`preprocess`.  ``max_lines`` reads lines ``0..max_lines``
+    inclusive, as d2l's ``_tokenize`` does."""
     pairs = []
     for i, line in enumerate(preprocess(raw_text).split("\n")):
         if max_lines is not None and i > max_lines:
@@ -58,24 +62,27 @@ def parse_pairs(raw_text: str, max_lines: int | None = None) -> list[tuple[list[
 
 
 class Vocab:
-    """Token <-> id.  ``<pad> <bos> <eos> <unk>`` are always ids 0-3; the other tokens follow,
-    most frequent first (ties alphabetical), keeping those seen at least ``min_freq`` times."""
+    """Token <-> id.  ``<pad> <bos> <eos> <unk>`` are always ids 0-3; the
+    other tokens follow, most frequent first (ties alphabetical), keeping
+    those seen at least ``min_freq`` times."""
 
     pad, bos, eos, unk = range(4)
 
     def __init__(self, sentences=(), min_freq: int = 1):
-        counts = Counter(token for sentence in sentences for token in sentence)
-        kept = sorted((t for t, c in counts.items() if c >= min_freq and t not in SPECIAL_TOKENS),
-                      key=lambda t: (-counts[t], t))
+        counts = Counter(token for tokens in sentences for token in tokens)
+        kept = [t for t, c in counts.items()
+                if c >= min_freq and t not in SPECIAL_TOKENS]
+        kept.sort(key=lambda t: (-counts[t], t))
         self.idx_to_token = list(SPECIAL_TOKENS) + kept
         self.token_to_idx = {t: i for i, t in enumerate(self.idx_to_token)}
 
     @classmethod
-    def from_tokens(cls, idx_to_token) -> "Vocab":
-        """Rebuild a vocabulary from its token list (as stored in a checkpoint)."""
+    def from_tokens(cls, idx_to_token) -> Vocab:
+        """Rebuild a vocabulary from its token list (from a checkpoint)."""
         idx_to_token = list(idx_to_token)
         if tuple(idx_to_token[:4]) != SPECIAL_TOKENS:
-            raise ValueError(f"a vocabulary must start with {SPECIAL_TOKENS}, got {idx_to_token[:4]}")
+            raise ValueError(f"a vocabulary must start with "
+                             f"{SPECIAL_TOKENS}, got {idx_to_token[:4]}")
         vocab = cls()
         vocab.idx_to_token = idx_to_token
         vocab.token_to_idx = {t: i for i, t in enumerate(idx_to_token)}
@@ -85,7 +92,8 @@ class Vocab:
         return len(self.idx_to_token)
 
     def __getitem__(self, tokens):
-        """A token's id (``<unk>``'s for unknown tokens), or a list of ids for a list."""
+        """A token's id (``<unk>``'s for unknown tokens), or a list of ids
+        for a list."""
         if isinstance(tokens, (list, tuple)):
             return [self.token_to_idx.get(t, self.unk) for t in tokens]
         return self.token_to_idx.get(tokens, self.unk)
@@ -94,7 +102,8 @@ class Vocab:
         return [self.idx_to_token[int(i)] for i in ids]
 
     def decode(self, ids) -> list[str]:
-        """Ids -> tokens, stopping at ``<eos>`` and dropping ``<bos>`` / ``<pad>``."""
+        """Ids -> tokens, stopping at ``<eos>``, dropping ``<bos>`` and
+        ``<pad>``."""
         tokens = []
         for i in ids:
             i = int(i)
@@ -105,13 +114,14 @@ class Vocab:
         return tokens
 
 
-def load_pairs(subset: str = "basic", data_dir=None) -> list[tuple[list[str], list[str]]]:
+def load_pairs(subset: str = "basic", data_dir=None) -> list[Pair]:
     """The token pairs of a named subset.
 
-    ``d2l``:   exactly what d2l's ``MTFraEng()`` reads by default (lines 0..640 of the file;
-               d2l trains on the first 512 and validates on the rest).
-    ``basic``: English starting with one of :data:`BASIC_PREFIXES`, both sides at most
-               :data:`BASIC_MAX_TOKENS` tokens (14,669 pairs).
+    ``d2l``:   exactly what d2l's ``MTFraEng()`` reads by default (lines
+               0..640 of the file; d2l trains on the first 512 and
+               validates on the rest).
+    ``basic``: English starting with one of :data:`BASIC_PREFIXES`, both
+               sides at most :data:`BASIC_MAX_TOKENS` tokens (14,669 pairs).
     ``full``:  every pair (167,130).
     """
     from .download import read_fra_eng
@@ -125,13 +135,15 @@ def load_pairs(subset: str = "basic", data_dir=None) -> list[tuple[list[str], li
     if subset == "basic":
         pairs = [(s, t) for s, t in pairs
                  if " ".join(s).startswith(BASIC_PREFIXES)
-                 and len(s) <= BASIC_MAX_TOKENS and len(t) <= BASIC_MAX_TOKENS]
+                 and len(s) <= BASIC_MAX_TOKENS
+                 and len(t) <= BASIC_MAX_TOKENS]
     return pairs
 
 
 @dataclass
 class TestGroup:
-    """One held-out English source with *every* French translation of it in the data."""
+    """One held-out English source with *every* French translation of it
+    in the data."""
 
     __test__ = False  # not a pytest test class, despite the name
 
@@ -141,38 +153,40 @@ class TestGroup:
 
 @dataclass
 class Split:
-    train: list = field(default_factory=list)  # [(src_tokens, tgt_tokens), ...]
-    val: list = field(default_factory=list)    # [(src_tokens, tgt_tokens), ...]
-    test: list = field(default_factory=list)   # [TestGroup, ...]
+    train: list[Pair] = field(default_factory=list)
+    val: list[Pair] = field(default_factory=list)
+    test: list[TestGroup] = field(default_factory=list)
 
 
 def group_by_source(pairs) -> dict:
-    """``{source sentence (tuple of tokens): [target token lists...]}``, in first-seen order."""
+    """``{source sentence (tuple of tokens): [target token lists...]}``,
+    in first-seen order."""
     groups: dict = {}
     for src, tgt in pairs:
         groups.setdefault(tuple(src), []).append(list(tgt))
     return groups
 
 
-def grouped_split(pairs, *, num_test_sources: int = 500, num_val_sources: int = 300,
-                  seed: int = 0) -> Split:
-    """Split by *English source sentence*, so that no test source is ever seen in training.
+def grouped_split(pairs, *, num_test_sources: int = 500,
+                  num_val_sources: int = 300, seed: int = 0) -> Split:
+    """Split by *English source sentence*, so that no test source is ever
+    seen in training.
 
-    Sources are shuffled with ``seed``; the first ``num_test_sources`` go to the test set
-    (with all their translations as references), the next ``num_val_sources`` to
-    validation, the rest to training.
+    Sources are shuffled with ``seed``; the first ``num_test_sources`` go
+    to the test set (with all their translations as references), the next
+    ``num_val_sources`` to validation, the rest to training.
     """
     groups = group_by_source(pairs)
     sources = list(groups)
-    if num_test_sources + num_val_sources >= len(sources):
+    n_test, n_val = num_test_sources, num_val_sources
+    if n_test + n_val >= len(sources):
         raise ValueError(
-            f"num_test_sources + num_val_sources ({num_test_sources} + {num_val_sources}) must be "
-            f"below the number of distinct sources ({len(sources)})"
-        )
+            f"num_test_sources + num_val_sources ({n_test} + {n_val}) must "
+            f"be below the number of distinct sources ({len(sources)})")
     random.Random(seed).shuffle(sources)
-    test = sources[:num_test_sources]
-    val = sources[num_test_sources:num_test_sources + num_val_sources]
-    train = sources[num_test_sources + num_val_sources:]
+    test = sources[:n_test]
+    val = sources[n_test:n_test + n_val]
+    train = sources[n_test + n_val:]
     return Split(
         train=[(list(s), t) for s in train for t in groups[s]],
         val=[(list(s), t) for s in val for t in groups[s]],
@@ -181,27 +195,27 @@ def grouped_split(pairs, *, num_test_sources: int = 500, num_val_sources: int = 
 
 
 def d2l_split(pairs) -> Split:
-    """d2l's split of the ``d2l`` subset: the first 512 pairs train, the rest validate; the
-    validation sources also serve as the test set (d2l has none)."""
+    """d2l's split of the ``d2l`` subset: the first 512 pairs train, the
+    rest validate; the validation sources also serve as the test set
+    (d2l has none)."""
     train, val = pairs[:D2L_NUM_TRAIN], pairs[D2L_NUM_TRAIN:]
-    return Split(train=train, val=val,
-                 test=[TestGroup(list(s), refs) for s, refs in group_by_source(val).items()])
+    test = [TestGroup(list(s), refs)
+            for s, refs in group_by_source(val).items()]
+    return Split(train=train, val=val, test=test)
 
 
 @dataclass
 class Batch:
-    src: torch.Tensor             # (B, S) source ids, <eos>-terminated, <pad>-padded
+    src: torch.Tensor             # (B, S) source ids, <eos>, then <pad>
     src_valid_lens: torch.Tensor  # (B,) real source lengths (with <eos>)
-    tgt_in: torch.Tensor          # (B, T) <bos> + target: the decoder's inputs
-    tgt_out: torch.Tensor         # (B, T) target + <eos>: the labels; <pad> where none
+    tgt_in: torch.Tensor          # (B, T) <bos> + target: decoder inputs
+    tgt_out: torch.Tensor         # (B, T) target + <eos>: the labels
+    num_target_tokens: int        # labels that are not <pad>
 
-    def to(self, device) -> "Batch":
-        return Batch(*(t.to(device, non_blocking=True) for t in
-                       (self.src, self.src_valid_lens, self.tgt_in, self.tgt_out)))
-
-    @property
-    def num_target_tokens(self) -> int:
-        return int((self.tgt_out != Vocab.pad).sum())
+    def to(self, device) -> Batch:
+        tensors = (self.src, self.src_valid_lens, self.tgt_in, self.tgt_out)
+        moved = (t.to(device, non_blocking=True) for t in tensors)
+        return Batch(*moved, self.num_target_tokens)
 
 
 def encode_source(tokens, vocab: Vocab) -> list[int]:
@@ -210,49 +224,62 @@ def encode_source(tokens, vocab: Vocab) -> list[int]:
 
 def pad_batch(sequences, pad_id: int = Vocab.pad) -> torch.Tensor:
     width = max(len(s) for s in sequences)
-    return torch.tensor([list(s) + [pad_id] * (width - len(s)) for s in sequences], dtype=torch.long)
+    padded = [list(s) + [pad_id] * (width - len(s)) for s in sequences]
+    return torch.tensor(padded, dtype=torch.long)
 
 
 class BatchLoader:
-    """Length-bucketed batches of ``(src, tgt)`` pairs, re-shuffled every epoch.
+    """Length-bucketed batches of ``(src, tgt)`` pairs, shuffled anew for
+    every epoch.
 
-    Pairs are sorted by length (random order among equal lengths) and cut into batches of
-    ``batch_size`` pairs, so a batch holds sentences of similar length and little padding;
-    the order of the batches is then shuffled.  Deterministic for a given ``seed``.
+    Pairs are sorted by length (random order among equal lengths) and cut
+    into batches of ``batch_size`` pairs, so a batch holds sentences of
+    similar length and little padding; the order of the batches is then
+    shuffled.  The order depends on ``seed`` and on the epoch, set with
+    :meth:`set_epoch` (``fit`` does); iterating does not change it.
     """
 
-    def __init__(self, pairs, src_vocab: Vocab, tgt_vocab: Vocab, batch_size: int = 128, *,
-                 shuffle: bool = True, seed: int = 0):
+    def __init__(self, pairs, src_vocab: Vocab, tgt_vocab: Vocab,
+                 batch_size: int = 128, *, shuffle: bool = True,
+                 seed: int = 0):
         if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
+            raise ValueError(f"batch_size must be positive, "
+                             f"got {batch_size}")
         if not pairs:
             raise ValueError("pairs is empty: there is nothing to batch")
         self.src = [encode_source(s, src_vocab) for s, _ in pairs]
         self.tgt = [tgt_vocab[list(t)] for _, t in pairs]
         self.tgt_eos = tgt_vocab.eos
-        self.batch_size, self.shuffle, self.seed, self.epoch = batch_size, shuffle, seed, 0
+        self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
+        self.epoch = 0
 
     def __len__(self) -> int:
         return -(-len(self.src) // self.batch_size)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Use the order of epoch ``epoch`` (0, 1, ...) from now on."""
+        self.epoch = epoch
 
     def _batch(self, idx) -> Batch:
         src = [self.src[i] for i in idx]
         tgt = [self.tgt[i] for i in idx]
         return Batch(
             src=pad_batch(src),
-            src_valid_lens=torch.tensor([len(s) for s in src], dtype=torch.long),
+            src_valid_lens=torch.tensor([len(s) for s in src]),
             tgt_in=pad_batch([[Vocab.bos] + t for t in tgt]),
             tgt_out=pad_batch([t + [self.tgt_eos] for t in tgt]),
+            num_target_tokens=sum(len(t) + 1 for t in tgt),
         )
 
     def __iter__(self):
         rng = random.Random(self.seed + self.epoch)
-        self.epoch += 1
         order = list(range(len(self.src)))
         if self.shuffle:
             rng.shuffle(order)
-        order.sort(key=lambda i: (len(self.src[i]), len(self.tgt[i])))  # stable: ties stay shuffled
-        batches = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        # a stable sort: pairs of equal lengths stay in the shuffled order
+        order.sort(key=lambda i: (len(self.src[i]), len(self.tgt[i])))
+        size = self.batch_size
+        batches = [order[i:i + size] for i in range(0, len(order), size)]
         if self.shuffle:
             rng.shuffle(batches)
         for idx in batches:

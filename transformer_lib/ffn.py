@@ -1,4 +1,5 @@
-"""The position-wise feed-forward network: the same two-layer MLP applied at every position.
+"""The position-wise feed-forward network: the same two-layer MLP applied
+at every position.
 
 Vaswani et al. (2017), eq. (2):  FFN(x) = max(0, x W_1 + b_1) W_2 + b_2
 """
@@ -11,14 +12,16 @@ from ._checks import check_positive_int, check_tensor
 
 
 class PositionWiseFFN(nn.Module):
-    """``(..., num_inputs)`` -> ``(..., ffn_num_outputs)`` through ``ffn_num_hiddens`` ReLU units.
+    """``(..., num_inputs)`` -> ``(..., ffn_num_outputs)`` through
+    ``ffn_num_hiddens`` ReLU units.
 
-    The argument order is d2l's; ``num_inputs`` (default: ``ffn_num_outputs``) replaces d2l's
-    lazily sized first layer, so every weight has its shape at construction.
+    The argument order is d2l's; ``num_inputs`` (default:
+    ``ffn_num_outputs``) replaces d2l's lazily sized first layer, so every
+    weight has its shape at construction.
     """
 
-    def __init__(self, ffn_num_hiddens: int, ffn_num_outputs: int, num_inputs: int | None = None,
-                 bias: bool = True):
+    def __init__(self, ffn_num_hiddens: int, ffn_num_outputs: int,
+                 num_inputs: int | None = None, bias: bool = True):
         super().__init__()
         check_positive_int("ffn_num_hiddens", ffn_num_hiddens)
         check_positive_int("ffn_num_outputs", ffn_num_outputs)

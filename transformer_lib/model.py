@@ -1,20 +1,37 @@
-"""The encoder-decoder Transformer for sequence-to-sequence tasks such as translation."""
+"""The encoder-decoder Transformer for sequence-to-sequence tasks such as
+translation."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_probability
+from ._checks import (check_heads_divide, check_positive_int,
+                      check_probability, check_token_ids, check_valid_lens)
 from .decoder import TransformerDecoder
 from .encoder import TransformerEncoder
+from .record import record_attention
+
+
+@contextmanager
+def training_mode(model: nn.Module, training: bool):
+    """``model.train(training)`` inside the ``with`` block (``False``: no
+    dropout, BatchNorm's running averages); its former mode afterwards."""
+    was_training = model.training
+    model.train(training)
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 @dataclass
 class TransformerConfig:
-    """All the sizes of a :class:`Transformer` (defaults: a small model that trains on a CPU)."""
+    """All the sizes of a :class:`Transformer` (defaults: a small model that
+    trains on a CPU)."""
 
     src_vocab_size: int
     tgt_vocab_size: int
@@ -26,69 +43,118 @@ class TransformerConfig:
     dropout: float = 0.1
     use_bias: bool = False
     max_len: int = 1000
-    norm: str = "layer"  # "batch": BatchNorm in every Add & Norm (for comparison only)
+    norm: str = "layer"  # "batch": BatchNorm in every Add & Norm (chapter 4)
 
     def __post_init__(self):
-        for name in ("src_vocab_size", "tgt_vocab_size", "num_hiddens", "ffn_num_hiddens",
-                     "num_heads", "num_enc_blks", "num_dec_blks", "max_len"):
+        for name in ("src_vocab_size", "tgt_vocab_size", "ffn_num_hiddens",
+                     "num_enc_blks", "num_dec_blks", "max_len"):
             check_positive_int(name, getattr(self, name))
-        if self.num_hiddens % self.num_heads:
-            raise ValueError(
-                f"num_heads ({self.num_heads}) must divide num_hiddens ({self.num_hiddens})"
-            )
+        check_heads_divide(self.num_hiddens, self.num_heads)
         if self.num_hiddens % 2:
-            raise ValueError(f"num_hiddens must be even for the positional encoding, got {self.num_hiddens}")
+            raise ValueError(f"num_hiddens must be even for the positional "
+                             f"encoding, got {self.num_hiddens}")
         check_probability("dropout", self.dropout)
         if self.norm not in ("layer", "batch"):
-            raise ValueError(f"norm must be 'layer' or 'batch', got {self.norm!r}")
+            raise ValueError(f"norm must be 'layer' or 'batch', "
+                             f"got {self.norm!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 class EncoderDecoder(nn.Module):
-    """Any encoder plus a decoder that attends to the encoder's outputs (d2l's name)."""
+    """Any encoder plus a decoder that attends to the encoder's output
+    (d2l's name).  The encoder has ``encode(X, valid_lens)``, the decoder
+    ``decode(X, memory, valid_lens, cache=...)`` and ``init_cache()``."""
 
     def __init__(self, encoder: nn.Module, decoder: nn.Module):
         super().__init__()
         self.encoder, self.decoder = encoder, decoder
 
-    def forward(self, src, tgt, src_valid_lens=None, *, return_weights=False):
-        """src ``(B, S)`` ids, tgt ``(B, T)`` ids (teacher forcing: the decoder's inputs),
-        src_valid_lens ``(B,)``.  Returns logits ``(B, T, tgt_vocab)``, or ``(logits, weights)``
-        where weights is a dict with keys ``encoder_self``, ``decoder_self`` and ``cross``, each
-        a list (one per block) of ``(B, heads, queries, keys)`` tensors."""
-        if not return_weights:
-            return self.decoder(tgt, self.encoder(src, src_valid_lens), src_valid_lens)
-        enc_outputs, enc_w = self.encoder(src, src_valid_lens, return_weights=True)
-        logits, dec_w = self.decoder(tgt, enc_outputs, src_valid_lens, return_weights=True)
-        return logits, {"encoder_self": enc_w, "decoder_self": dec_w["self"], "cross": dec_w["cross"]}
+    def forward(self, src, tgt, src_valid_lens=None):
+        """src ``(B, S)`` ids, tgt ``(B, T)`` ids (the decoder's inputs:
+        teacher forcing), src_valid_lens ``(B,)`` -> logits ``(B, T, V)``.
+        Checks the values once, here, and runs :meth:`logits`."""
+        self.check_inputs(src, tgt, src_valid_lens)
+        return self.logits(src, tgt, src_valid_lens)
+
+    def logits(self, src, tgt, src_valid_lens=None):
+        """:meth:`forward` without the value checks."""
+        memory = self.encoder.encode(src, src_valid_lens)    # (B, S, d)
+        return self.decoder.decode(tgt, memory, src_valid_lens)
+
+    def check_inputs(self, src, tgt=None, src_valid_lens=None) -> None:
+        """Raise an error naming the argument unless the ids are in the
+        vocabularies and every length in ``[0, S]``."""
+        check_token_ids("src", src, self.encoder.vocab_size)
+        check_valid_lens("src_valid_lens", src_valid_lens, src)
+        if tgt is not None:
+            check_token_ids("tgt", tgt, self.decoder.vocab_size)
+            if tgt.shape[0] != src.shape[0]:
+                raise ValueError(f"src and tgt must share the batch size, "
+                                 f"got {src.shape[0]} and {tgt.shape[0]}")
+
+    def attention_layers(self) -> dict[str, list[nn.Module]]:
+        """The attention layers by kind: ``encoder_self``,
+        ``decoder_self`` and ``cross``, each a list with one per block."""
+        raise NotImplementedError(f"{type(self).__name__} does not list "
+                                  f"its attention layers")
+
+    @torch.no_grad()
+    def attention_maps(self, src, tgt, src_valid_lens=None) -> dict:
+        """The attention weights of one pass in evaluation mode, by kind
+        (see :meth:`attention_layers`): ``{kind: [weights of each
+        block]}``, each ``(B, heads, queries, keys)``."""
+        with training_mode(self, False), record_attention(self) as maps:
+            self(src, tgt, src_valid_lens)
+        result = {}
+        for kind, layers in self.attention_layers().items():
+            result[kind] = []
+            for layer in layers:
+                # one tensor per call: one call, or one per decoding step
+                weights = torch.cat(maps.of(layer), dim=-2)
+                if weights.dim() == 3:  # a single head: (B, Q, K)
+                    weights = weights.unsqueeze(1)
+                result[kind].append(weights)
+        return result
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
 
 class Transformer(EncoderDecoder):
-    """The encoder-decoder Transformer of Vaswani et al. (2017), built from a config."""
+    """The encoder-decoder Transformer of Vaswani et al. (2017), built from
+    a :class:`TransformerConfig`."""
 
     def __init__(self, config: TransformerConfig):
         c = config
         super().__init__(
-            TransformerEncoder(c.src_vocab_size, c.num_hiddens, c.ffn_num_hiddens, c.num_heads,
-                               c.num_enc_blks, c.dropout, c.use_bias, c.max_len, c.norm),
-            TransformerDecoder(c.tgt_vocab_size, c.num_hiddens, c.ffn_num_hiddens, c.num_heads,
-                               c.num_dec_blks, c.dropout, c.use_bias, c.max_len, c.norm),
-        )
+            TransformerEncoder(c.src_vocab_size, c.num_hiddens,
+                               c.ffn_num_hiddens, c.num_heads,
+                               c.num_enc_blks, c.dropout, c.use_bias,
+                               c.max_len, c.norm),
+            TransformerDecoder(c.tgt_vocab_size, c.num_hiddens,
+                               c.ffn_num_hiddens, c.num_heads,
+                               c.num_dec_blks, c.dropout, c.use_bias,
+                               c.max_len, c.norm))
         self.config = config
         self.apply(self._init_weights)
 
+    def attention_layers(self) -> dict[str, list[nn.Module]]:
+        encoder, decoder = self.encoder.blks, self.decoder.blks
+        return {"encoder_self": [blk.attention for blk in encoder],
+                "decoder_self": [blk.attention1 for blk in decoder],
+                "cross": [blk.attention2 for blk in decoder]}
+
     def _init_weights(self, module: nn.Module) -> None:
-        """Xavier-uniform projections (as in torch.nn.Transformer) and N(0, 1/d) embeddings, so
-        that the embeddings times sqrt(d) have unit scale, like the positional encoding.
-        (PyTorch's default N(0, 1) embeddings times sqrt(d) = 16 would drown it.)"""
+        """Xavier-uniform projections (as in torch.nn.Transformer) and
+        N(0, 1/d) embeddings, so that the embeddings times sqrt(d) have unit
+        scale, like the positional encoding.  (PyTorch's default N(0, 1)
+        embeddings times sqrt(d) = 16 would drown it.)"""
         if isinstance(module, nn.Linear):
             nn.init.xavier_uniform_(module.weight)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
         elif isinstance(module, nn.Embedding):
-            nn.init.normal_(module.weight, std=self.config.num_hiddens ** -0.5)
+            std = self.config.num_hiddens ** -0.5
+            nn.init.normal_(module.weight, std=std)

@@ -11,10 +11,11 @@ __all__ = ["LiveLossPlot", "pick_device", "show_source"]
 
 
 def show_source(obj):
-    """Display the library's own source of ``obj`` (a function, class or method), highlighted.
+    """Display the library's own source of ``obj`` (a function, class or
+    method), highlighted.
 
-    The chapters show the code they teach this way, so that what a reader sees is exactly
-    what the tests check -- never a copy that could drift.
+    The chapters show the code they teach this way, so that what a reader
+    sees is exactly what the tests check -- never a copy that could drift.
     """
     from IPython.display import Code
 
@@ -22,17 +23,21 @@ def show_source(obj):
 
 
 class LiveLossPlot:
-    """A loss plot that redraws itself in place while :func:`~transformer_lib.training.fit`
-    trains: pass it as ``fit(..., callback=plot)``.
+    """A loss plot that redraws itself in place while
+    :func:`~transformer_lib.training.fit` trains: pass it as
+    ``fit(..., callback=plot)``.
 
-    label: the name of the run being trained; finished: ``{"label": History}`` of earlier runs,
-    drawn for comparison.  The figure is redrawn at most every ``every_seconds`` (drawing costs
-    training time) and always by :meth:`finish`.  In a saved notebook only the last drawing
-    remains, because every redraw replaces the same display.
+    label: the name of the run being trained; finished: ``{"label":
+    History}`` of earlier runs, drawn for comparison.  The figure is
+    redrawn at most every ``every_seconds`` (drawing costs training time)
+    and always by :meth:`finish`.  In a saved notebook only the last
+    drawing remains, because every redraw replaces the same display.
     """
 
-    def __init__(self, label: str, finished: dict | None = None, *, every_seconds: float = 5.0):
-        self.label, self.finished, self.every_seconds = label, dict(finished or {}), every_seconds
+    def __init__(self, label: str, finished: dict | None = None, *,
+                 every_seconds: float = 5.0):
+        self.label, self.finished = label, dict(finished or {})
+        self.every_seconds = every_seconds
         self.handle, self.last_draw, self.draws = None, float("-inf"), 0
 
     def __call__(self, history) -> None:
@@ -48,7 +53,8 @@ class LiveLossPlot:
 
         from .plotting import figure_to_png, plot_loss_curves
 
-        image = Image(figure_to_png(plot_loss_curves({**self.finished, self.label: history})))
+        curves = plot_loss_curves({**self.finished, self.label: history})
+        image = Image(figure_to_png(curves))
         if self.handle is None:
             self.handle = display(image, display_id=True)
         else:

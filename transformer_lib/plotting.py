@@ -1,4 +1,5 @@
-"""Heatmaps of attention weights and positional encodings (matplotlib; return the figure)."""
+"""Heatmaps of attention weights and positional encodings, and loss
+curves (matplotlib; each function returns its figure)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,16 @@ def _as_numpy(x):
     return np.asarray(x)
 
 
-def show_heatmaps(matrices, *, xlabel="Keys", ylabel="Queries", titles=None, xticklabels=None,
-                  yticklabels=None, figsize=None, cmap="Reds", vmin=0.0, vmax=None, colorbar=True):
-    """A grid of heatmaps with one shared colour scale (d2l's ``show_heatmaps``, returning the figure).
+def show_heatmaps(matrices, *, xlabel="Keys", ylabel="Queries", titles=None,
+                  xticklabels=None, yticklabels=None, figsize=None,
+                  cmap="Reds", vmin=0.0, vmax=None, colorbar=True):
+    """A grid of heatmaps with one shared colour scale (d2l's
+    ``show_heatmaps``, returning the figure).
 
-    matrices: ``(rows, cols, Q, K)`` (tensor or array), or ``(n, Q, K)`` for one row, or ``(Q, K)``.
-    titles: one per column (e.g. ``"Head 1"``), or ``None``.
-    xticklabels / yticklabels: token strings for the axes, or ``None`` for indices.
+    matrices: ``(rows, cols, Q, K)`` (tensor or array), or ``(n, Q, K)``
+    for one row, or ``(Q, K)``.  titles: one per column (e.g.
+    ``"Head 1"``), or ``None``.  xticklabels / yticklabels: token strings
+    for the axes, or ``None`` for indices.
     """
     m = _as_numpy(matrices)
     if m.ndim == 2:
@@ -33,18 +37,22 @@ def show_heatmaps(matrices, *, xlabel="Keys", ylabel="Queries", titles=None, xti
     elif m.ndim == 3:
         m = m[None]
     if m.ndim != 4:
-        raise ValueError(f"matrices must have 2, 3 or 4 dimensions, got shape {m.shape}")
+        raise ValueError(f"matrices must have 2, 3 or 4 dimensions, "
+                         f"got shape {m.shape}")
     rows, cols, Q, K = m.shape
     plt = _pyplot()
     if figsize is None:
-        figsize = (min(2.2 + 0.25 * K, 4.0) * cols + 0.8, min(1.8 + 0.25 * Q, 4.0) * rows)
-    fig, axes = plt.subplots(rows, cols, figsize=figsize, sharex=True, sharey=True, squeeze=False)
+        figsize = (min(2.2 + 0.25 * K, 4.0) * cols + 0.8,
+                   min(1.8 + 0.25 * Q, 4.0) * rows)
+    fig, axes = plt.subplots(rows, cols, figsize=figsize, sharex=True,
+                             sharey=True, squeeze=False)
     vmax = float(m.max()) if vmax is None else vmax
     image = None
     for i in range(rows):
         for j in range(cols):
             ax = axes[i, j]
-            image = ax.imshow(m[i, j], cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+            image = ax.imshow(m[i, j], cmap=cmap, vmin=vmin, vmax=vmax,
+                              aspect="auto")
             if i == rows - 1:
                 ax.set_xlabel(xlabel)
             if j == 0:
@@ -61,8 +69,8 @@ def show_heatmaps(matrices, *, xlabel="Keys", ylabel="Queries", titles=None, xti
 
 
 def plot_positional_encoding(P, *, columns=(6, 7, 8, 9), figsize=(10, 3.2)):
-    """Left: the encoding matrix ``P`` ``(positions, d)`` as a heatmap; right: selected columns
-    as curves over the positions."""
+    """Left: the encoding matrix ``P`` ``(positions, d)`` as a heatmap;
+    right: selected columns as curves over the positions."""
     P = _as_numpy(P)
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=figsize)
@@ -79,18 +87,23 @@ def plot_positional_encoding(P, *, columns=(6, 7, 8, 9), figsize=(10, 3.2)):
 
 
 def plot_loss_curves(histories, *, figsize=(10, 3.6)):
-    """Loss against training time for one or more runs of :func:`~transformer_lib.training.fit`.
+    """Loss against training time for runs of
+    :func:`~transformer_lib.training.fit`.
 
-    histories: ``{"label": History, ...}``.  Left: the training loss (mean over each log
-    interval); right: the validation loss after each epoch (or at the end of a time budget).
-    Both against seconds of training, so runs of different speed compare at equal cost.
+    histories: ``{"label": History, ...}``.  Left: the training loss (the
+    mean over each log interval); right: the validation loss after each
+    epoch (or at the end of a time budget).  Both against seconds of
+    training, so that runs of different speed compare at equal cost.
     """
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=figsize, sharex=True)
-    for (label, h), colour in zip(histories.items(), plt.rcParams["axes.prop_cycle"].by_key()["color"]):
-        left.plot(h.seconds, h.train_loss, color=colour, linewidth=1, label=label)
-        if h.val_loss:
-            right.plot([v[0] for v in h.val_loss], [v[2] for v in h.val_loss], "o-", color=colour,
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for (label, h), colour in zip(histories.items(), colours):
+        left.plot(h.seconds, h.train_loss, color=colour, linewidth=1,
+                  label=label)
+        if h.validation:
+            right.plot([v.seconds for v in h.validation],
+                       [v.loss for v in h.validation], "o-", color=colour,
                        label=label)
     left.set_title("training loss (label-smoothed)")
     right.set_title("validation loss")
@@ -104,11 +117,13 @@ def plot_loss_curves(histories, *, figsize=(10, 3.6)):
 
 
 def figure_to_png(fig, dpi: int = 80) -> bytes:
-    """The PNG bytes of ``fig``; the figure is closed (so notebooks do not show it twice)."""
+    """The PNG bytes of ``fig``; the figure is closed (so that notebooks
+    do not show it twice)."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     _pyplot().close(fig)
     return buffer.getvalue()
 
 
-__all__ = ["figure_to_png", "plot_loss_curves", "plot_positional_encoding", "show_heatmaps"]
+__all__ = ["figure_to_png", "plot_loss_curves", "plot_positional_encoding",
+           "show_heatmaps"]

@@ -1,5 +1,6 @@
-"""Named training recipes: data subset, model size and training settings in one place, shared by
-the command line, the benchmark and the translator chapter."""
+"""Named training recipes: data subset, model size and training settings
+in one place, shared by the command line, the benchmarks and the
+translator chapter."""
 
 from __future__ import annotations
 
@@ -9,10 +10,14 @@ from .data import Vocab, d2l_split, grouped_split, load_pairs
 from .training import TrainConfig
 
 
+def _gru_sizes():
+    return dict(embed_size=256, num_hiddens=256, num_layers=2, dropout=0.1)
+
+
 @dataclass
 class Recipe:
     subset: str
-    model: dict            # TransformerConfig fields other than the vocabulary sizes
+    model: dict  # TransformerConfig fields other than the vocabulary sizes
     train: TrainConfig
     batch_size: int = 128
     min_freq: int = 2
@@ -20,54 +25,62 @@ class Recipe:
     num_val_sources: int = 300
     split_seed: int = 0
     notes: str = ""
-    gru: dict = field(default_factory=lambda: dict(embed_size=256, num_hiddens=256, num_layers=2, dropout=0.1))
+    gru: dict = field(default_factory=_gru_sizes)  # GRUConfig fields
 
-    def with_train(self, **changes) -> "Recipe":
+    def with_train(self, **changes) -> Recipe:
         return replace(self, train=replace(self.train, **changes))
 
     def load_data(self, data_dir=None):
         """``(split, src_vocab, tgt_vocab)`` for this recipe's subset.
 
-        ``d2l`` keeps d2l's own split and builds the vocabularies from all 641 pairs, as d2l
-        does; the other subsets use the grouped split and training-set vocabularies.
+        ``d2l`` keeps d2l's own split and builds the vocabularies from all
+        641 pairs, as d2l does; the other subsets use the grouped split and
+        training-set vocabularies.
         """
         pairs = load_pairs(self.subset, data_dir)
         if self.subset == "d2l":
             split, vocab_pairs = d2l_split(pairs), pairs
         else:
-            split = grouped_split(pairs, num_test_sources=self.num_test_sources,
-                                  num_val_sources=self.num_val_sources, seed=self.split_seed)
+            split = grouped_split(pairs, seed=self.split_seed,
+                                  num_test_sources=self.num_test_sources,
+                                  num_val_sources=self.num_val_sources)
             vocab_pairs = split.train
         return (split, Vocab([s for s, _ in vocab_pairs], self.min_freq),
                 Vocab([t for _, t in vocab_pairs], self.min_freq))
 
 
 RECIPES = {
-    # d2l's own demo (chapter "Transformer"): the same data, sizes and optimiser settings.
+    # d2l's own demo (chapter "Transformer"): the same data, sizes and
+    # optimiser settings.
     "d2l": Recipe(
         subset="d2l",
-        model=dict(num_hiddens=256, ffn_num_hiddens=64, num_heads=4, num_enc_blks=2, num_dec_blks=2,
-                   dropout=0.2, max_len=64),
-        train=TrainConfig(epochs=30, lr=1e-3, warmup_steps=1, schedule="constant", weight_decay=0.0,
+        model=dict(num_hiddens=256, ffn_num_hiddens=64, num_heads=4,
+                   num_enc_blks=2, num_dec_blks=2, dropout=0.2, max_len=64),
+        train=TrainConfig(epochs=30, lr=1e-3, warmup_steps=1,
+                          schedule="constant", weight_decay=0.0,
                           label_smoothing=0.0, clip_norm=1.0),
-        notes="d2l: MTFraEng(batch_size=128), 30 epochs, Adam lr 0.001, gradient clip 1",
+        notes="d2l: MTFraEng(batch_size=128), 30 epochs, Adam lr 0.001, "
+              "gradient clip 1",
     ),
-    # The CPU recipe: 10 epochs, about 4 minutes on 2 cores.  The model has the size of the
-    # benchmark's torch peer; batch 64, peak learning rate 1e-3 and a linear decay to zero
-    # were chosen by measurement (benchmarks/bench_translate.py and the README).
+    # The CPU recipe.  The model has the size of the benchmark's torch
+    # peer; batch 64, the peak learning rate and a linear decay to zero
+    # were chosen by measurement (benchmarks/bench_translate.py, README).
     "basic": Recipe(
         subset="basic",
-        model=dict(num_hiddens=256, ffn_num_hiddens=1024, num_heads=4, num_enc_blks=2, num_dec_blks=2,
-                   dropout=0.1, max_len=64),
-        train=TrainConfig(epochs=10, lr=1e-3, warmup_steps=200, schedule="linear", label_smoothing=0.1),
+        model=dict(num_hiddens=256, ffn_num_hiddens=1024, num_heads=4,
+                   num_enc_blks=2, num_dec_blks=2, dropout=0.1, max_len=64),
+        train=TrainConfig(epochs=10, lr=1e-3, warmup_steps=200,
+                          schedule="linear", label_smoothing=0.1),
         batch_size=64,
     ),
     # The GPU recipe: all 167,130 pairs, a larger model.
     "full": Recipe(
         subset="full",
-        model=dict(num_hiddens=512, ffn_num_hiddens=2048, num_heads=8, num_enc_blks=4, num_dec_blks=4,
-                   dropout=0.1, max_len=128),
-        train=TrainConfig(epochs=10, lr=5e-4, warmup_steps=2000, schedule="linear", label_smoothing=0.1),
+        model=dict(num_hiddens=512, ffn_num_hiddens=2048, num_heads=8,
+                   num_enc_blks=4, num_dec_blks=4, dropout=0.1,
+                   max_len=128),
+        train=TrainConfig(epochs=10, lr=5e-4, warmup_steps=2000,
+                          schedule="linear", label_smoothing=0.1),
         batch_size=256,
         num_test_sources=2000,
         num_val_sources=2000,

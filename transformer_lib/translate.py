@@ -1,8 +1,10 @@
-"""From English text to French text with a trained model, and corpus BLEU on a test split."""
+"""From English text to French text with a trained model, corpus BLEU on
+a test split, and the attention behind a translation."""
 
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 
 import torch
@@ -13,15 +15,16 @@ from .decoding import beam_search, greedy_decode
 
 
 def detokenize(tokens) -> str:
-    """Undo the space that preprocessing put before ``, . ! ?`` (``"va !"`` -> ``"va!"``)."""
+    """Undo the space that preprocessing put before ``, . ! ?``
+    (``"va !"`` -> ``"va!"``)."""
     return re.sub(r" ([,.!?])", r"\1", " ".join(tokens))
 
 
 @dataclass
 class Translation:
-    source_tokens: list
-    tokens: list                 # the translation, without <eos>
-    unknown: list                # source words outside the vocabulary (read as <unk>)
+    source_tokens: list[str]
+    tokens: list[str]   # the translation, without <eos>
+    unknown: list[str]  # source words outside the vocabulary (read <unk>)
 
     @property
     def text(self) -> str:
@@ -32,81 +35,166 @@ def _model_device(model) -> torch.device:
     return next(model.parameters()).device
 
 
-def translate_tokens(model, sources, src_vocab: Vocab, tgt_vocab: Vocab, *, beam_size: int = 1,
-                     max_len: int | None = None, batch_size: int = 256, length_penalty: float = 0.6,
-                     use_cache: bool = True):
-    """Translate token lists; returns one token list (without ``<eos>``) per source.
+def translate_tokens(model, sources, src_vocab: Vocab, tgt_vocab: Vocab, *,
+                     beam_size: int = 1, max_len: int | None = None,
+                     batch_size: int = 256, length_penalty: float = 0.6,
+                     use_cache: bool = True) -> list[list[str]]:
+    """Translate token lists; one token list (without ``<eos>``) per source.
 
-    Sources are decoded in batches of similar length; ``beam_size=1`` is greedy decoding.
-    ``max_len`` (default: twice the longest source plus 5) bounds the output length.
-    ``use_cache=False`` re-runs the decoder on the whole prefix (for decoders without a cache).
+    Sources are decoded in batches of similar length; ``beam_size=1`` is
+    greedy decoding.  ``max_len`` (default: twice the longest source plus
+    5) bounds the output length.  ``use_cache=False`` re-runs the decoder
+    on the whole prefix at every step.
     """
     device = _model_device(model)
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     results = [None] * len(sources)
+    config_max_len = getattr(getattr(model, "config", None), "max_len", None)
+    ids = dict(bos_id=tgt_vocab.bos, eos_id=tgt_vocab.eos)
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
         encoded = [encode_source(sources[i], src_vocab) for i in idx]
         src = pad_batch(encoded).to(device)
         lens = torch.tensor([len(e) for e in encoded], device=device)
         steps = max_len or 2 * src.shape[1] + 5
-        if hasattr(model, "config") and hasattr(model.config, "max_len"):
-            steps = min(steps, model.config.max_len - 1)
+        if config_max_len:
+            steps = min(steps, config_max_len - 1)
         if beam_size == 1:
-            out = greedy_decode(model, src, lens, bos_id=tgt_vocab.bos, eos_id=tgt_vocab.eos, max_len=steps,
-                                use_cache=use_cache)
+            out = greedy_decode(model, src, lens, max_len=steps,
+                                use_cache=use_cache, **ids)
         else:
-            out = beam_search(model, src, lens, bos_id=tgt_vocab.bos, eos_id=tgt_vocab.eos, max_len=steps,
-                              beam_size=beam_size, length_penalty=length_penalty)
+            out = beam_search(model, src, lens, max_len=steps,
+                              beam_size=beam_size,
+                              length_penalty=length_penalty, **ids)
         for i, row in zip(idx, out.tolist()):
             results[i] = tgt_vocab.decode(row)
     return results
 
 
-def translate(model, sentences, src_vocab: Vocab, tgt_vocab: Vocab, **kwargs) -> list[Translation]:
-    """Translate English sentences (raw text); see :func:`translate_tokens` for the options.
-
-    An empty sentence is a ``ValueError``; words outside the vocabulary are read as ``<unk>``
-    and listed in each result's ``unknown``.
-    """
+def _sources(sentences) -> list[list[str]]:
     if isinstance(sentences, str):
-        raise TypeError("sentences must be a list of strings; wrap a single sentence in a list")
+        raise TypeError("sentences must be a list of strings; wrap a single "
+                        "sentence in a list")
     sources = []
     for i, sentence in enumerate(sentences):
         tokens = tokenize(preprocess(sentence))
         if not tokens:
-            raise ValueError(f"sentence {i} is empty: there is nothing to translate")
+            raise ValueError(f"sentence {i} is empty: there is nothing to "
+                             f"translate")
         sources.append(tokens)
-    outputs = translate_tokens(model, sources, src_vocab, tgt_vocab, **kwargs)
-    return [Translation(s, o, [t for t in s if src_vocab[t] == src_vocab.unk])
+    return sources
+
+
+def translate(model, sentences, src_vocab: Vocab, tgt_vocab: Vocab,
+              **kwargs) -> list[Translation]:
+    """Translate English sentences (raw text); see
+    :func:`translate_tokens` for the options.
+
+    An empty sentence is a ``ValueError``; words outside the vocabulary
+    are read as ``<unk>`` and listed in each result's ``unknown``.
+    """
+    sources = _sources(sentences)
+    outputs = translate_tokens(model, sources, src_vocab, tgt_vocab,
+                               **kwargs)
+    return [Translation(s, o, [t for t in s if src_vocab[t] == Vocab.unk])
             for s, o in zip(sources, outputs)]
 
 
-def evaluate_bleu(model, test_groups, src_vocab: Vocab, tgt_vocab: Vocab, **kwargs) -> dict:
-    """Corpus sacreBLEU of the model's translations of ``test_groups``.
+@dataclass
+class AttendedTranslation:
+    """A translation with every attention weight the model used for it."""
 
-    Returns ``{"single": BLEU against each source's first reference, "multi": BLEU against
-    all of them, "hypotheses": [...]}``.  Both sides are detokenised first, so sacreBLEU's
-    own tokenizer (13a) sees ordinary text.
+    source: list[str]   # English tokens + <eos>: the encoder's positions
+    inputs: list[str]   # <bos> + the French: the decoder's inputs
+    outputs: list[str]  # the French + <eos>: what each decoder step emitted
+    weights: dict       # kind -> [(heads, queries, keys) for each block]
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.outputs[:-1])
+
+
+def translate_with_attention(model, sentence: str, src_vocab: Vocab,
+                             tgt_vocab: Vocab,
+                             **kwargs) -> AttendedTranslation:
+    """Translate one English sentence (options as in
+    :func:`translate_tokens`) and collect the attention weights behind
+    the translation, for every layer and head.
+
+    The decoder is run once more on its own output (teacher forcing on
+    ``<bos>`` + the translation); the key/value cache computes exactly
+    what a full pass computes (tested), so these are the weights it used
+    while translating.  Kinds: ``encoder_self`` (source x source),
+    ``decoder_self`` (outputs x inputs) and ``cross`` (outputs x source).
     """
-    hyps = [detokenize(h) for h in translate_tokens(model, [g.src for g in test_groups],
-                                                     src_vocab, tgt_vocab, **kwargs)]
-    single = corpus_bleu(hyps, [detokenize(g.refs[0]) for g in test_groups])
-    multi = corpus_bleu(hyps, [[detokenize(r) for r in g.refs] for g in test_groups])
-    return {"single": single, "multi": multi, "hypotheses": hyps}
+    [source] = _sources([sentence])
+    [french] = translate_tokens(model, [source], src_vocab, tgt_vocab,
+                                **kwargs)
+    device = _model_device(model)
+    src = torch.tensor([encode_source(source, src_vocab)], device=device)
+    tgt = torch.tensor([[Vocab.bos] + tgt_vocab[french]], device=device)
+    lens = torch.tensor([src.shape[1]], device=device)
+    weights = model.attention_maps(src, tgt, lens)
+    return AttendedTranslation(
+        source=source + ["<eos>"], inputs=["<bos>"] + french,
+        outputs=french + ["<eos>"],
+        weights={kind: [w[0].float().cpu() for w in per_block]
+                 for kind, per_block in weights.items()})
 
 
-# d2l's four example sentences (d2l.ai, section "The Transformer Architecture"): the English, the
-# reference French, and the sentence BLEU (k=2) that d2l's book printed for its own model.
-D2L_EXAMPLES = (("go .", "va !", 1.000), ("i lost .", "j'ai perdu .", 0.687),
-                ("he's calm .", "il est calme .", 0.658), ("i'm home .", "je suis chez moi .", 1.000))
+@dataclass
+class BleuScore:
+    """Corpus BLEU of a model's translations of a test split."""
+
+    single: float      # against each source's first reference
+    multi: float       # against all of its references
+    hypotheses: list   # the detokenised translations
+    seconds: float     # decoding time
 
 
-def score_d2l_examples(model, src_vocab: Vocab, tgt_vocab: Vocab, *, max_len: int = 9) -> list:
-    """Greedy translations of d2l's four sentences, scored as d2l scores them (sentence BLEU,
-    k=2, against the one reference): ``[(translation, bleu), ...]`` in the order of
-    :data:`D2L_EXAMPLES`.  An empty translation scores 0.  ``max_len`` is d2l's ``num_steps``."""
-    results = translate(model, [english for english, _, _ in D2L_EXAMPLES], src_vocab, tgt_vocab,
+def evaluate_bleu(model, test_groups, src_vocab: Vocab, tgt_vocab: Vocab,
+                  **kwargs) -> BleuScore:
+    """Corpus sacreBLEU of the model's translations of ``test_groups``
+    (options as in :func:`translate_tokens`).  Both sides are detokenised
+    first, so that sacreBLEU's own tokenizer (13a) sees ordinary text."""
+    start = time.perf_counter()
+    outputs = translate_tokens(model, [g.src for g in test_groups],
+                               src_vocab, tgt_vocab, **kwargs)
+    seconds = time.perf_counter() - start
+    hyps = [detokenize(h) for h in outputs]
+    firsts = [detokenize(g.refs[0]) for g in test_groups]
+    alls = [[detokenize(r) for r in g.refs] for g in test_groups]
+    return BleuScore(corpus_bleu(hyps, firsts), corpus_bleu(hyps, alls),
+                     hyps, seconds)
+
+
+def held_out_bleu(model, test_groups, src_vocab: Vocab, tgt_vocab: Vocab,
+                  *, beam_sizes=(1, 4)) -> dict[str, BleuScore]:
+    """:func:`evaluate_bleu` for each beam size: ``{"greedy": ...,
+    "beam 4": ...}``."""
+    return {("greedy" if k == 1 else f"beam {k}"):
+            evaluate_bleu(model, test_groups, src_vocab, tgt_vocab,
+                          beam_size=k)
+            for k in beam_sizes}
+
+
+# d2l's four example sentences (d2l.ai, section "The Transformer
+# Architecture"): the English, the reference French, and the sentence
+# BLEU (k=2) that d2l's book printed for its own model.
+D2L_EXAMPLES = (("go .", "va !", 1.000),
+                ("i lost .", "j'ai perdu .", 0.687),
+                ("he's calm .", "il est calme .", 0.658),
+                ("i'm home .", "je suis chez moi .", 1.000))
+
+
+def score_d2l_examples(model, src_vocab: Vocab, tgt_vocab: Vocab, *,
+                       max_len: int = 9) -> list[tuple[str, float]]:
+    """Greedy translations of d2l's four sentences, scored as d2l scores
+    them (sentence BLEU, k=2, against the one reference):
+    ``[(translation, bleu), ...]`` in the order of :data:`D2L_EXAMPLES`.
+    An empty translation scores 0.  ``max_len`` is d2l's ``num_steps``."""
+    english = [english for english, _, _ in D2L_EXAMPLES]
+    results = translate(model, english, src_vocab, tgt_vocab,
                         max_len=max_len)
     return [(r.text, bleu(r.text, reference, k=2) if r.tokens else 0.0)
             for r, (_, reference, _) in zip(results, D2L_EXAMPLES)]

@@ -1,0 +1,89 @@
+"""Recording attention weights: one explicit, scoped mechanism.
+
+Attention layers do not return or keep their weights.  To look at them,
+run the model inside :func:`record_attention`::
+
+    with tl.record_attention(model) as maps:
+        model(src, tgt_in, src_valid_lens)
+    maps["encoder.blks.block0.attention"]   # [(B, h, Q, K)]: one per call
+
+Inside the ``with`` block the attention layers compute their weights
+explicitly and append them to ``maps``; when it ends they are detached
+from ``maps``, keep no reference to any weight, and use torch's fused
+kernel again.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+from .attention import AdditiveAttention, DotProductAttention
+from .layouts import FusedSelfAttention
+from .multihead import MultiHeadAttention
+
+# layers that compute attention weights, and layers that hold one of them
+# in their .attention
+WEIGHING = (DotProductAttention, AdditiveAttention)
+MULTI_HEAD = (MultiHeadAttention, FusedSelfAttention)
+
+
+def attention_layers(model: nn.Module) -> dict[str, nn.Module]:
+    """``{name: layer}`` for every layer of ``model`` that computes
+    attention weights.  The :class:`DotProductAttention` inside a
+    multi-head layer is named after that layer (``...block0.attention``,
+    not ``...block0.attention.attention``)."""
+    modules = dict(model.named_modules())
+    layers = {}
+    for name, module in modules.items():
+        if isinstance(module, WEIGHING):
+            parent = name.rpartition(".")[0]
+            owner = modules.get(parent)
+            if isinstance(owner, MULTI_HEAD) and owner.attention is module:
+                name = parent
+            layers[name] = module
+    return layers
+
+
+class AttentionMaps(dict):
+    """``{layer name: [weights of each call]}``, filled by
+    :func:`record_attention`.  Weights are ``(B, h, Q, K)`` for multi-head
+    layers and ``(B, Q, K)`` for additive attention."""
+
+    def __init__(self, layers: dict[str, nn.Module]):
+        super().__init__({name: [] for name in layers})
+        self.layers = layers
+
+    def of(self, layer: nn.Module) -> list[torch.Tensor]:
+        """The weights recorded for ``layer`` (an attention layer or a
+        multi-head layer), one tensor per call."""
+        inner = layer.attention if isinstance(layer, MULTI_HEAD) else layer
+        for name, module in self.layers.items():
+            if module is inner:
+                return self[name]
+        raise KeyError(f"{type(layer).__name__} is not an attention layer "
+                       f"of the recorded model")
+
+
+@contextmanager
+def record_attention(model: nn.Module):
+    """Record the weights of every attention layer of ``model`` while the
+    ``with`` block runs; yields an :class:`AttentionMaps`."""
+    layers = attention_layers(model)
+    if not layers:
+        raise ValueError(f"{type(model).__name__} has no attention layer")
+    busy = [name for name, layer in layers.items()
+            if layer.recorder is not None]
+    if busy:
+        raise RuntimeError(f"attention layers {busy} are being recorded "
+                           f"already (nested record_attention)")
+    maps = AttentionMaps(layers)
+    for name, layer in layers.items():
+        layer.recorder = maps[name]
+    try:
+        yield maps
+    finally:
+        for layer in layers.values():
+            layer.recorder = None
