@@ -161,6 +161,31 @@ def test_chapter_shows_figures_and_math(browser_page, chapter):
     assert page.locator("mjx-container").count() >= 1, "no rendered math"
 
 
+def _show_source_calls(path):
+    nb = nbformat.read(path, as_version=4)
+    return sum(c.source.count("show_source(") for c in nb.cells if c.cell_type == "code")
+
+
+def test_code_listings_fit_the_page(browser_page):
+    """No ``show_source`` listing (the library's own code) scrolls sideways in the 1280-pixel-wide
+    window of ``launch``: ruff's line limit in pyproject.toml keeps every line within the listing."""
+    server, _, page = browser_page
+    too_wide, counted = [], 0
+    for path in NOTEBOOKS:
+        assert not _visit(page, f"{server.url}notebooks/{path.stem}.html")
+        assert page.viewport_size["width"] == 1280
+        listings = page.evaluate("""() => Array.from(
+            document.querySelectorAll('.cell_output .output.text_html .highlight pre'),
+            pre => ({scroll: pre.scrollWidth, client: pre.clientWidth,
+                     first: pre.textContent.split('\\n')[0]}))""")
+        assert len(listings) == _show_source_calls(path), f"{path.stem}: listings not found"
+        counted += len(listings)
+        too_wide += [f"{path.stem}: {x['first']!r} ({x['scroll']} > {x['client']} px)"
+                     for x in listings if x["scroll"] > x["client"]]
+    assert counted >= 20
+    assert not too_wide, "listings that scroll sideways:\n" + "\n".join(too_wide)
+
+
 def _visible_image_digests(widget):
     return [hashlib.md5((img.get_attribute("src") or "").encode()).hexdigest()
             for img in widget.locator("img").all() if img.is_visible()]

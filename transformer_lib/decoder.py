@@ -42,8 +42,9 @@ class TransformerDecoderBlock(nn.Module):
     def forward(self, X, M, valid_lens=None, *, kv1=None, kv2=None):
         """X ``(B, T, d)``: the decoder's inputs; M ``(B, S, d)``: the
         memory (the encoder's output), real up to valid_lens ``(B,)``.
-        kv1, kv2: the two attention layers' KVCaches when decoding step by
-        step.  Returns ``(B, T, d)``."""
+        The three sub-layers: masked self-attention, attention over the
+        memory, FFN.  kv1, kv2: the two attention layers' KVCaches when
+        decoding step by step.  Returns ``(B, T, d)``."""
         Y = self.addnorm1(X, self.attention1(X, X, X, causal=True, kv=kv1))
         Z = self.addnorm2(Y, self.attention2(Y, M, M, valid_lens, kv=kv2))
         return self.addnorm3(Z, self.ffn(Z))

@@ -7,7 +7,7 @@ import time
 
 from .training import pick_device
 
-__all__ = ["LiveLossPlot", "pick_device", "show_source"]
+__all__ = ["LiveLossPlot", "glue", "pick_device", "show_source"]
 
 
 def show_source(obj):
@@ -20,6 +20,19 @@ def show_source(obj):
     from IPython.display import Code
 
     return Code(inspect.getsource(obj), language="python")
+
+
+def glue(name: str, value, *, display: bool = False):
+    """Store ``value`` under ``name`` for the book's prose, which quotes it
+    as ``{glue:text}`name:.2f```: myst-nb's ``glue`` in the book build.
+    Where myst-nb is not installed (Colab), nothing is stored; the cells
+    print what the prose quotes.  Returns ``value``."""
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        return value
+    myst_glue(name, value, display=display)
+    return value
 
 
 class LiveLossPlot:
