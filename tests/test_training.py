@@ -76,6 +76,8 @@ def test_time_budget_stops_training():
     history = _fit(tiny_model(), epochs=0, max_seconds=1.0, log_every=1)
     assert 0.9 < history.train_seconds < 3.0
     assert history.seconds[-1] <= 1.5
+    epochs = [v.epoch for v in history.validation]
+    assert epochs == sorted(set(epochs))              # one validation per epoch (or end), none twice
 
 
 def test_callback_sees_the_history():

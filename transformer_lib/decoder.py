@@ -6,7 +6,6 @@ step by step cost O(T) layer calls instead of O(T^2)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import partial
 
 import torch
 from torch import nn
@@ -79,14 +78,12 @@ class TransformerDecoder(EmbeddedBlockStack):
     """Target token ids ``(B, T)`` and the encoder's output -> next-token
     logits ``(B, T, vocab_size)``."""
 
-    def __init__(self, vocab_size: int, num_hiddens: int,
-                 ffn_num_hiddens: int, num_heads: int, num_blks: int,
-                 dropout: float = 0.0, use_bias: bool = False,
-                 max_len: int = 1000, norm: str = "layer"):
-        block = partial(TransformerDecoderBlock, num_hiddens,
-                        ffn_num_hiddens, num_heads, dropout, use_bias, norm)
-        super().__init__(block, vocab_size, num_hiddens, num_blks, dropout,
-                         max_len)
+    block_class = TransformerDecoderBlock
+
+    def __init__(self, vocab_size: int, num_hiddens: int, *args, **kwargs):
+        """Arguments as for :class:`TransformerEncoder`; the decoder adds
+        the output layer, from d features to one logit per token."""
+        super().__init__(vocab_size, num_hiddens, *args, **kwargs)
         self.dense = nn.Linear(num_hiddens, vocab_size)
 
     def init_cache(self) -> DecoderCache:

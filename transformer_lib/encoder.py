@@ -4,8 +4,6 @@ in Add & Norm (Vaswani et al. 2017, 3.1)."""
 
 from __future__ import annotations
 
-from functools import partial
-
 from torch import nn
 
 from ._checks import check_token_ids, check_valid_lens
@@ -37,16 +35,11 @@ class TransformerEncoderBlock(nn.Module):
 
 
 class TransformerEncoder(EmbeddedBlockStack):
-    """Token ids ``(B, S)`` -> contextual representations ``(B, S, d)``."""
+    """Token ids ``(B, S)`` -> contextual representations ``(B, S, d)``.
+    Arguments: ``(vocab_size, num_hiddens, ffn_num_hiddens, num_heads,
+    num_blks, dropout=0, use_bias=False, max_len=1000, norm="layer")``."""
 
-    def __init__(self, vocab_size: int, num_hiddens: int,
-                 ffn_num_hiddens: int, num_heads: int, num_blks: int,
-                 dropout: float = 0.0, use_bias: bool = False,
-                 max_len: int = 1000, norm: str = "layer"):
-        block = partial(TransformerEncoderBlock, num_hiddens,
-                        ffn_num_hiddens, num_heads, dropout, use_bias, norm)
-        super().__init__(block, vocab_size, num_hiddens, num_blks, dropout,
-                         max_len)
+    block_class = TransformerEncoderBlock
 
     def forward(self, X, valid_lens=None):
         """X ``(B, S)`` token ids; valid_lens ``(B,)``: the real length of

@@ -27,6 +27,8 @@ def glue(name: str, value, *, display: bool = False):
     as ``{glue:text}`name:.2f```: myst-nb's ``glue`` in the book build.
     Where myst-nb is not installed (Colab), nothing is stored; the cells
     print what the prose quotes.  Returns ``value``."""
+    if hasattr(value, "item"):  # a NumPy or torch scalar: a Python number
+        value = value.item()   # (NumPy's repr np.float64(...) won't format)
     try:
         from myst_nb import glue as myst_glue
     except ImportError:

@@ -13,11 +13,15 @@ from .positional import PositionalEncoding
 
 class EmbeddedBlockStack(nn.Module):
     """Holds ``embedding``, ``pos_encoding`` and ``blks`` (d2l's attribute
-    names, so that d2l's state dicts load unchanged); ``make_block()``
-    builds each of the ``num_blks`` blocks."""
+    names, so that d2l's state dicts load unchanged): ``num_blks`` blocks
+    of the subclass's ``block_class``, built with d2l's arguments."""
 
-    def __init__(self, make_block, vocab_size: int, num_hiddens: int,
-                 num_blks: int, dropout: float, max_len: int):
+    block_class: type[nn.Module]
+
+    def __init__(self, vocab_size: int, num_hiddens: int,
+                 ffn_num_hiddens: int, num_heads: int, num_blks: int,
+                 dropout: float = 0.0, use_bias: bool = False,
+                 max_len: int = 1000, norm: str = "layer"):
         super().__init__()
         check_positive_int("vocab_size", vocab_size)
         check_positive_int("num_blks", num_blks)
@@ -26,7 +30,9 @@ class EmbeddedBlockStack(nn.Module):
         self.pos_encoding = PositionalEncoding(num_hiddens, dropout, max_len)
         self.blks = nn.Sequential()
         for i in range(num_blks):
-            self.blks.add_module(f"block{i}", make_block())
+            block = self.block_class(num_hiddens, ffn_num_hiddens,
+                                     num_heads, dropout, use_bias, norm)
+            self.blks.add_module(f"block{i}", block)
 
     def embed(self, X, offset: int = 0):
         """Token ids ``(B, T)`` at positions ``offset, ..., offset+T-1`` ->

@@ -288,13 +288,11 @@ def _train(model, train_loader, val_loader, config, device, dtype,
             fractions.append(elapsed() / config.max_seconds)
         return min(1.0, max(fractions))
 
-    done = False
-    while not done:
+    while progress_fraction() < 1.0:  # an epoch, or what the budget leaves
         if hasattr(train_loader, "set_epoch"):
             train_loader.set_epoch(epoch)
         for batch in train_loader:
             if progress_fraction() >= 1.0:
-                done = True
                 break
             check_batch(model, batch)
             history.target_tokens += batch.num_target_tokens
@@ -330,7 +328,6 @@ def _train(model, train_loader, val_loader, config, device, dtype,
                     callback(history)
         else:  # the epoch ran to its end
             epoch += 1
-            done = bool(total_steps) and step >= total_steps
         history.train_seconds = elapsed()
         history.steps_done = step
         history.epochs_done = step / steps_per_epoch
