@@ -68,7 +68,7 @@ CASES = {
     "greedy decoding from a bad bos_id":
         (lambda: tl.greedy_decode(model, tokens, bos_id=20, max_len=3), ValueError, "bos_id"),
     "beam search over ids outside the vocabulary":
-        (lambda: tl.beam_search(model, tokens - 1, bos_id=1, eos_id=2, max_len=3), ValueError,
+        (lambda: tl.beam_search(model, tokens - 20, bos_id=1, eos_id=2, max_len=3), ValueError,
          "src holds ids"),
     "FFN input of the wrong width":
         (lambda: tl.PositionWiseFFN(32, D)(torch.randn(2, 3, 8)), ValueError, "X"),

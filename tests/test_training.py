@@ -127,6 +127,25 @@ def test_translate_with_attention_gives_the_weights_used_while_decoding():
     torch.testing.assert_close(step0[0, :, 0], result.weights["cross"][0][:, 0])
 
 
+def test_translate_with_attention_replays_exactly_the_steps_decoded():
+    model = tiny_model().eval()
+    with torch.no_grad():
+        model.decoder.dense.bias[Vocab.eos] = -1e9            # this decoder never ends a sentence
+    result = translate_with_attention(model, "I am cold.", SRC_VOCAB, TGT_VOCAB, max_len=4)
+    assert len(result.outputs) == 4 and "<eos>" not in result.outputs   # four steps, no invented end
+    assert result.inputs == ["<bos>"] + result.outputs[:-1]
+    assert result.weights["cross"][0].shape == (4, 4, len(result.source))
+    assert result.text == " ".join(result.outputs)
+
+
+def test_a_single_layer_is_recorded_under_a_readable_name():
+    mha = tl.MultiHeadAttention(8, 2)
+    X = torch.randn(1, 3, 8)
+    with tl.record_attention(mha) as maps:
+        mha(X, X, X)
+    assert list(maps) == ["attention"] and maps.of(mha) is maps["attention"]
+
+
 def test_attention_maps_leave_no_state_behind():
     model = tiny_model().train()
     src, tgt = torch.randint(4, len(SRC_VOCAB), (2, 5)), torch.randint(4, len(TGT_VOCAB), (2, 3))
@@ -212,6 +231,24 @@ def test_sequence_loss_equals_torch_cross_entropy(dtype, smoothing):
     assert logits.grad.dtype == dtype
     torch.testing.assert_close(logits.grad.float(), reference.grad.float(), atol=1e-7, rtol=1e-5)
     assert torch.all(logits.grad[labels == 0] == 0)                 # padding gets no gradient
+
+
+def test_sequence_loss_leaves_the_logits_alone_and_takes_any_pad_id():
+    logits = torch.randn(2, 5, 9, requires_grad=True)       # float32: no copy on .float()
+    before = logits.detach().clone()
+    labels = torch.tensor([[1, 2, 3, -100, -100], [4, 5, -100, -100, -100]])
+    loss = sequence_loss(logits, labels, pad_id=-100, label_smoothing=0.1)
+    loss.backward(retain_graph=True)
+    assert torch.equal(logits.detach(), before)             # the backward pass wrote into a copy
+    expected = torch.nn.functional.cross_entropy(before.reshape(-1, 9), labels.reshape(-1),
+                                                 ignore_index=-100, label_smoothing=0.1)
+    torch.testing.assert_close(loss, expected)
+    loss.backward()                                          # a second pass sees the same tensors
+
+
+def test_fit_refuses_an_empty_loader():
+    with pytest.raises(ValueError, match="train_loader is empty"):
+        fit(tiny_model(), [], None, TrainConfig(epochs=1, device="cpu"), progress=False)
 
 
 def test_autocast_dtype_follows_the_device():

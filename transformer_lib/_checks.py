@@ -11,7 +11,9 @@ Two kinds of check:
   reduction over the tensor whose result Python must read, which on a GPU
   is a host-device synchronisation.  They run once, at the public entry
   points (``EncoderDecoder.forward``, the stacks' ``forward``, the
-  decoding functions, ``fit``), never inside the layers.
+  decoding functions, ``fit``), never inside the layers.  (One host read
+  remains in the GRU baseline's encoder: packing needs the lengths on the
+  CPU.)
 """
 
 from __future__ import annotations

@@ -262,7 +262,7 @@ class AdditiveAttention(nn.Module):
                causal=False):
         """:meth:`forward` with queries and keys already projected:
         q ``(B, Q, num_hiddens)``, k ``(B, K, num_hiddens)``.  (A decoder
-        that attends once per step projects its keys only once.)"""
+        that attends once per step projects its keys once per call.)"""
         # (B, Q, 1, num_hiddens) + (B, 1, K, num_hiddens): every pair
         features = torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))
         scores = self.w_v(features).squeeze(-1)               # (B, Q, K)

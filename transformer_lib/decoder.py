@@ -112,9 +112,11 @@ class TransformerDecoder(EmbeddedBlockStack):
         logits equal those of the whole sequence.  Returns ``(B, T, V)``.
         """
         no_cache = [BlockCache()] * len(self.blks)
-        H = self.embed(X, offset=cache.length if cache else 0)  # (B, T, d)
-        for blk, c in zip(self.blks, cache.blocks if cache else no_cache):
+        offset, caches = (0, no_cache) if cache is None else (
+            cache.length, cache.blocks)
+        H = self.embed(X, offset)                              # (B, T, d)
+        for blk, c in zip(self.blks, caches):
             H = blk(H, memory, valid_lens, kv1=c.kv1, kv2=c.kv2)
-        if cache:
+        if cache is not None:
             cache.length += X.shape[1]
         return self.dense(H)                                   # (B, T, V)

@@ -21,27 +21,22 @@ import torch
 from torch import nn
 
 from .attention import AdditiveAttention, DotProductAttention
-from .layouts import FusedSelfAttention
-from .multihead import MultiHeadAttention
 
-# layers that compute attention weights, and layers that hold one of them
-# in their .attention
-WEIGHING = (DotProductAttention, AdditiveAttention)
-MULTI_HEAD = (MultiHeadAttention, FusedSelfAttention)
+WEIGHING = (DotProductAttention, AdditiveAttention)  # they form the weights
 
 
 def attention_layers(model: nn.Module) -> dict[str, nn.Module]:
     """``{name: layer}`` for every layer of ``model`` that computes
-    attention weights.  The :class:`DotProductAttention` inside a
-    multi-head layer is named after that layer (``...block0.attention``,
-    not ``...block0.attention.attention``)."""
+    attention weights.  A :class:`DotProductAttention` held as
+    ``.attention`` by a multi-head layer is named after that layer
+    (``...block0.attention``, not ``...block0.attention.attention``)."""
     modules = dict(model.named_modules())
     layers = {}
     for name, module in modules.items():
         if isinstance(module, WEIGHING):
             parent = name.rpartition(".")[0]
-            owner = modules.get(parent)
-            if isinstance(owner, MULTI_HEAD) and owner.attention is module:
+            held = parent and getattr(modules[parent], "attention", None)
+            if isinstance(module, DotProductAttention) and held is module:
                 name = parent
             layers[name] = module
     return layers
@@ -59,7 +54,7 @@ class AttentionMaps(dict):
     def of(self, layer: nn.Module) -> list[torch.Tensor]:
         """The weights recorded for ``layer`` (an attention layer or a
         multi-head layer), one tensor per call."""
-        inner = layer.attention if isinstance(layer, MULTI_HEAD) else layer
+        inner = getattr(layer, "attention", layer)
         for name, module in self.layers.items():
             if module is inner:
                 return self[name]

@@ -75,7 +75,8 @@ class GRUEncoder(nn.Module):
         if valid_lens is None:
             outputs, state = self.rnn(emb)
         else:
-            lengths = valid_lens.clamp(min=1).cpu()  # packing wants them
+            # packing wants the lengths on the CPU: one host read per call
+            lengths = valid_lens.clamp(min=1).cpu()
             packed = pack_padded_sequence(emb, lengths, batch_first=True,
                                           enforce_sorted=False)
             outputs, state = self.rnn(packed)
@@ -128,7 +129,7 @@ class AttentionGRUDecoder(nn.Module):
         state = memory.state
         if cache is not None and cache.state is not None:
             state = cache.state
-        keys = self.attention.W_k(memory.outputs)  # projected once
+        keys = self.attention.W_k(memory.outputs)  # once for all steps
         outputs = []
         for x in self.embedding(X).unbind(dim=1):  # x: (B, E), one step
             query = self.attention.W_q(state[-1]).unsqueeze(1)  # (B, 1, H)

@@ -4,6 +4,7 @@ wall-clock budget; validation loss; progress and callbacks."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
 import time
@@ -14,9 +15,10 @@ import torch
 from .data import Vocab
 from .model import training_mode
 
-PRECISIONS = ("auto", "float32", "bfloat16", "float16")
-PRECISION_NAMES = {None: "float32", torch.bfloat16: "bfloat16",
-                   torch.float16: "float16"}
+# precision -> the dtype of autocast's matrix products (None: no autocast)
+DTYPES = {"float32": None, "bfloat16": torch.bfloat16,
+          "float16": torch.float16}
+PRECISIONS = ("auto", *DTYPES)
 
 
 def pick_device(device: str | None = None) -> torch.device:
@@ -55,14 +57,15 @@ def autocast_dtype(precision: str, device: torch.device):
         if device.type == "cpu" and cpu_has_native_bf16():
             return torch.bfloat16
         return None
-    return {"float32": None, "bfloat16": torch.bfloat16,
-            "float16": torch.float16}[precision]
+    return DTYPES[precision]
 
 
 def autocast(device: torch.device, dtype):
-    """Mixed precision in ``dtype`` (``None``: off) on ``device``."""
-    enabled = dtype is not None
-    return torch.autocast(device.type, dtype=dtype, enabled=enabled)
+    """Mixed precision in ``dtype`` on ``device``; nothing for ``None``
+    (some torch versions refuse even a disabled autocast on Apple's MPS)."""
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=dtype)
 
 
 class SmoothedCrossEntropy(torch.autograd.Function):
@@ -82,6 +85,7 @@ class SmoothedCrossEntropy(torch.autograd.Function):
     def forward(ctx, logits, labels, pad_id: int, eps: float):
         z = logits.float()                                     # (N, V)
         keep = labels != pad_id                                # (N,)
+        labels = labels.masked_fill(~keep, 0)  # padding rows do not count
         count = keep.sum().clamp(min=1)
         lse = torch.logsumexp(z, dim=-1)                       # (N,)
         z_y = z.gather(-1, labels[:, None]).squeeze(-1)        # (N,)
@@ -94,7 +98,7 @@ class SmoothedCrossEntropy(torch.autograd.Function):
     def backward(ctx, grad):
         logits, labels, lse, keep, count = ctx.saved_tensors
         eps, V = ctx.eps, logits.shape[-1]
-        g = logits.float()                      # in place from here on
+        g = logits.to(torch.float32, copy=True)  # in place from here on
         g.sub_(lse[:, None]).exp_()             # softmax(z)
         g.sub_(eps / V)                         # - eps / V
         minus_one_hot = torch.full_like(lse[:, None], eps - 1)
@@ -160,7 +164,8 @@ class Validation:
 class History:
     steps: list = field(default_factory=list)       # step of each log point
     seconds: list = field(default_factory=list)     # training seconds there
-    train_loss: list = field(default_factory=list)  # mean since last point
+    train_loss: list = field(default_factory=list)  # mean since last point,
+    #                                     label-smoothed (validation: not)
     validation: list = field(default_factory=list)  # [Validation, ...]
     target_tokens: int = 0
     train_seconds: float = 0.0
@@ -210,16 +215,16 @@ def check_batch(model, batch) -> None:
 
 
 @torch.no_grad()
-def evaluate_loss(model, loader, device=None, label_smoothing: float = 0.0,
-                  *, batch_statistics: bool = False) -> float:
-    """Mean per-token loss over ``loader``, without dropout (the causal
-    mask stays on).
+def evaluate_loss(model, loader, label_smoothing: float = 0.0, *,
+                  batch_statistics: bool = False) -> float:
+    """Mean per-token loss over ``loader``, on the model's device, without
+    dropout (the causal mask stays on).
 
     batch_statistics: let BatchNorm layers normalise with each batch's own
     statistics, as in training, instead of their running averages (on a
     copy of the model, so that the running averages stay as they are).
     """
-    device = device or next(model.parameters()).device
+    device = next(model.parameters()).device
     if batch_statistics:
         model = copy.deepcopy(model)
     total = torch.zeros((), device=device)
@@ -246,10 +251,12 @@ def fit(model, train_loader, val_loader=None,
         progress: bool = True) -> History:
     """Train ``model`` in place and return its :class:`History`.
 
-    The seed fixes dropout (and, through ``train_loader.set_epoch``, the
-    order of the batches); fit draws from its own copy of torch's global
-    generator and leaves the caller's as it was, and the model in the mode
-    it had.  The loss is read on the host only at log points.
+    ``config.seed`` fixes dropout: fit draws from its own copy of torch's
+    global generator and leaves the caller's as it was (on Apple's MPS,
+    whose generator it reseeds too, only the CPU's).  The order of the
+    batches is the loader's: its seed and the epoch, which fit sets with
+    ``train_loader.set_epoch``.  The model ends in the mode it had.  The
+    loss is read on the host only at log points.
     ``callback(history)`` runs every ``config.log_every`` steps and after
     each epoch, e.g. to redraw a live loss plot; ``progress=False``
     silences the tqdm bar.
@@ -272,8 +279,11 @@ def _train(model, train_loader, val_loader, config, device, dtype,
     scaler = torch.amp.GradScaler(device.type,
                                   enabled=dtype is torch.float16)
     steps_per_epoch = len(train_loader)
+    if not steps_per_epoch:
+        raise ValueError("train_loader is empty: nothing to train on")
     total_steps = config.epochs * steps_per_epoch or None
-    history = History(precision=PRECISION_NAMES[dtype])
+    name = next(name for name, d in DTYPES.items() if d is dtype)
+    history = History(precision=name)
     bar = tqdm(total=total_steps, disable=not progress, unit="step")
     step, epoch = 0, 0
     running, running_steps = torch.zeros((), device=device), 0
@@ -333,7 +343,7 @@ def _train(model, train_loader, val_loader, config, device, dtype,
         history.epochs_done = step / steps_per_epoch
         if val_loader is not None:
             t0 = time.perf_counter()
-            loss = evaluate_loss(model, val_loader, device)
+            loss = evaluate_loss(model, val_loader)
             paused += time.perf_counter() - t0
             history.validation.append(
                 Validation(history.train_seconds, history.epochs_done, loss))

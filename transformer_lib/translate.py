@@ -35,17 +35,26 @@ def _model_device(model) -> torch.device:
     return next(model.parameters()).device
 
 
-def translate_tokens(model, sources, src_vocab: Vocab, tgt_vocab: Vocab, *,
-                     beam_size: int = 1, max_len: int | None = None,
-                     batch_size: int = 256, length_penalty: float = 0.6,
-                     use_cache: bool = True) -> list[list[str]]:
+def translate_tokens(model, sources, src_vocab: Vocab, tgt_vocab: Vocab,
+                     **kwargs) -> list[list[str]]:
     """Translate token lists; one token list (without ``<eos>``) per source.
 
-    Sources are decoded in batches of similar length; ``beam_size=1`` is
-    greedy decoding.  ``max_len`` (default: twice the longest source plus
-    5) bounds the output length.  ``use_cache=False`` re-runs the decoder
-    on the whole prefix at every step.
+    Sources are decoded in batches of similar length; ``beam_size=1`` (the
+    default) is greedy decoding.  ``max_len`` (default: twice the longest
+    source plus 5) bounds the output length.  ``use_cache=False`` re-runs
+    the decoder on the whole prefix at every step.  Other options:
+    ``batch_size=256``, ``length_penalty=0.6`` (beam search).
     """
+    return [tgt_vocab.decode(ids) for ids in
+            decode_ids(model, sources, src_vocab, tgt_vocab, **kwargs)]
+
+
+def decode_ids(model, sources, src_vocab: Vocab, tgt_vocab: Vocab, *,
+               beam_size: int = 1, max_len: int | None = None,
+               batch_size: int = 256, length_penalty: float = 0.6,
+               use_cache: bool = True) -> list[list[int]]:
+    """The target ids the decoder emitted for each source (token lists),
+    up to and with its first ``<eos>``, or all of them if none came."""
     device = _model_device(model)
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
     results = [None] * len(sources)
@@ -67,7 +76,8 @@ def translate_tokens(model, sources, src_vocab: Vocab, tgt_vocab: Vocab, *,
                               beam_size=beam_size,
                               length_penalty=length_penalty, **ids)
         for i, row in zip(idx, out.tolist()):
-            results[i] = tgt_vocab.decode(row)
+            end = row.index(Vocab.eos) + 1 if Vocab.eos in row else len(row)
+            results[i] = row[:end]
     return results
 
 
@@ -105,13 +115,15 @@ class AttendedTranslation:
     """A translation with every attention weight the model used for it."""
 
     source: list[str]   # English tokens + <eos>: the encoder's positions
-    inputs: list[str]   # <bos> + the French: the decoder's inputs
-    outputs: list[str]  # the French + <eos>: what each decoder step emitted
+    inputs: list[str]   # <bos>, then all outputs but the last: the
+    #                     decoder's input at each step
+    outputs: list[str]  # what each decoder step emitted (<eos> last, if
+    #                     the decoder emitted it)
     weights: dict       # kind -> [(heads, queries, keys) for each block]
 
     @property
     def text(self) -> str:
-        return " ".join(self.outputs[:-1])
+        return " ".join(t for t in self.outputs if t != "<eos>")
 
 
 def translate_with_attention(model, sentence: str, src_vocab: Vocab,
@@ -128,16 +140,15 @@ def translate_with_attention(model, sentence: str, src_vocab: Vocab,
     ``decoder_self`` (outputs x inputs) and ``cross`` (outputs x source).
     """
     [source] = _sources([sentence])
-    [french] = translate_tokens(model, [source], src_vocab, tgt_vocab,
-                                **kwargs)
+    [ids] = decode_ids(model, [source], src_vocab, tgt_vocab, **kwargs)
     device = _model_device(model)
     src = torch.tensor([encode_source(source, src_vocab)], device=device)
-    tgt = torch.tensor([[Vocab.bos] + tgt_vocab[french]], device=device)
+    tgt = torch.tensor([[Vocab.bos] + ids[:-1]], device=device)  # the inputs
     lens = torch.tensor([src.shape[1]], device=device)
     weights = model.attention_maps(src, tgt, lens)
     return AttendedTranslation(
-        source=source + ["<eos>"], inputs=["<bos>"] + french,
-        outputs=french + ["<eos>"],
+        source=source + ["<eos>"], inputs=tgt_vocab.to_tokens(tgt[0]),
+        outputs=tgt_vocab.to_tokens(ids),
         weights={kind: [w[0].float().cpu() for w in per_block]
                  for kind, per_block in weights.items()})
 
