@@ -20,7 +20,7 @@ export TRANSFORMER_LIB_DATA := $(abspath ../shared/data)
 endif
 endif
 
-.PHONY: setup test book vendor browser clean
+.PHONY: setup test unit book vendor browser clean
 
 setup: $(STAMP)
 
@@ -60,6 +60,10 @@ browser:
 
 test: book vendor browser
 	$(PY) -m pytest
+
+# The fast loop for contributors: the library's tests, without the book and the test environments.
+unit: setup
+	$(PY) -m pytest -m "not book and not environment"
 
 clean:
 	rm -rf _build

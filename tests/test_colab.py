@@ -9,8 +9,11 @@ import subprocess
 import sys
 
 import nbformat
+import pytest
 
 from browser import ROOT
+
+pytestmark = pytest.mark.environment
 
 COLAB_VENV = ROOT / ".venv-colab"
 PYTHON = COLAB_VENV / "bin" / "python"
@@ -35,12 +38,6 @@ def install_cells():
         nb = nbformat.read(path, as_version=4)
         cells.append(next(c.source for c in nb.cells if c.cell_type == "code"))
     return cells
-
-
-def test_every_chapter_starts_with_the_same_install_cell():
-    cells = install_cells()
-    assert len(cells) >= 5 and len(set(cells)) == 1
-    assert 'find_spec("transformer_lib")' in cells[0] and "TRANSFORMER_LIB_SOURCE" in cells[0]
 
 
 def run(*args, **kwargs):

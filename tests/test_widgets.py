@@ -63,10 +63,14 @@ def test_live_mode_redraws_in_the_kernel():
     render, calls = _render_log()
     box = tw.figure_explorer(render, {"heads": [1, 2], "mask": ["none", "causal"]}, mode="live")
     assert box.mode == "live" and calls == [(1, "none")]
-    assert isinstance(box.children[-1], widgets.Output)
+    image = box.children[-1]
+    assert isinstance(image, widgets.Image) and bytes(image.value).startswith(b"\x89PNG")
+    assert not any(isinstance(w, widgets.Output) for w in box.children)  # broken in classic Notebook 3.6.10
+    first = image.value
     box.children[0].value = 2
     box.children[1].value = "causal"
     assert calls[-1] == (2, "causal") and len(calls) == 3
+    assert bytes(image.value) != bytes(first)                            # the kernel redrew the figure
 
 
 def test_auto_mode_falls_back_to_live_without_stack(monkeypatch):

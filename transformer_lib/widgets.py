@@ -87,21 +87,20 @@ def figure_explorer(render, controls: dict, *, mode: str = "auto",
                for name in names}
 
     if mode == "live":
-        output = widgets.Output()
+        # The kernel redraws into an Image widget's value.  (Not into an
+        # Output widget: with the widgetsnbextension 3.6.7-3.6.10 that pip
+        # picks for ipywidgets 7.8, the classic Notebook cannot create any
+        # Output, and the figure would show without its controls.)
+        image = widgets.Image(format="png")
 
         def redraw(_change=None):
-            from IPython.display import Image, display
-
             values = {name: sliders[name].value for name in names}
-            png = figure_to_png(render(**values), dpi=dpi)
-            output.clear_output(wait=True)
-            with output:
-                display(Image(png))
+            image.value = figure_to_png(render(**values), dpi=dpi)
 
         for s in sliders.values():
             s.observe(redraw, names="value")
         redraw()
-        box = widgets.VBox([*sliders.values(), output])
+        box = widgets.VBox([*sliders.values(), image])
         box.mode = "live"
         return box
 
