@@ -9,6 +9,7 @@ VENV       ?= .venv
 # would fetch the newest release (with several GB of CUDA packages on Linux). Override it, e.g.
 #   make test TORCH_SPEC="torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
 TORCH_SPEC ?= torch==2.13.0
+export TORCH_SPEC  # the tests' own environments install the same torch (tests/envs.py)
 PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.setup-done
 
@@ -33,7 +34,6 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 	# d2l is only a numerical oracle for the tests and its data hub; its own pins
 	# (numpy==1.23.5, torch==2.0.0, ...) do not install on Python 3.12, hence --no-deps.
 	$(PY) -m pip install --no-deps d2l==1.0.3
-	$(PY) -m pip install --no-deps -e .
 	touch $(STAMP)
 
 # jupyter-book's execution cache keys on the notebooks' code only; a change to the library must

@@ -5,19 +5,15 @@ must fall back to redrawing in the kernel (ipywidgets 7 has no Stack)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import nbformat
 import pytest
 
 from browser import ROOT
+from envs import environment, run
 
 pytestmark = pytest.mark.environment
 
-COLAB_VENV = ROOT / ".venv-colab"
-PYTHON = COLAB_VENV / "bin" / "python"
-TORCH_SPEC = os.environ.get("TORCH_SPEC", "torch==2.13.0")
 VERSIONS = ("import importlib.metadata as m; "
             "print(m.version('torch'), m.version('ipywidgets'))")
 LIVE_CHECK = """
@@ -40,25 +36,18 @@ def install_cells():
     return cells
 
 
-def run(*args, **kwargs):
-    return subprocess.run([str(a) for a in args], check=True, capture_output=True, text=True, **kwargs)
-
-
 def test_install_cell_keeps_colabs_torch_and_ipywidgets(tmp_path):
-    if not PYTHON.exists():
-        run(sys.executable, "-m", "venv", COLAB_VENV)
-    pip = (PYTHON, "-m", "pip", "install", "--quiet")
-    if subprocess.run([str(PYTHON), "-c", "import torch"], capture_output=True).returncode:
-        run(*pip, *TORCH_SPEC.split())
+    python = environment(".venv-colab")
+    pip = (python, "-m", "pip", "install", "--quiet")
     run(*pip, "ipywidgets>=7.7,<8")  # what Colab ships
-    run(PYTHON, "-m", "pip", "uninstall", "--yes", "--quiet", "transformer_lib")  # start without it
-    before = run(PYTHON, "-c", VERSIONS).stdout
+    run(python, "-m", "pip", "uninstall", "--yes", "--quiet", "transformer_lib")  # start without it
+    before = run(python, "-c", VERSIONS).stdout
     assert before.split()[1].startswith("7.")
 
     install_cell = install_cells()[0]
     env = dict(os.environ, TRANSFORMER_LIB_SOURCE=str(ROOT))  # the repository instead of its URL
-    run(PYTHON, "-c", install_cell, env=env, cwd=tmp_path)
+    run(python, "-c", install_cell, env=env, cwd=tmp_path)
 
-    assert run(PYTHON, "-c", VERSIONS).stdout == before  # torch and ipywidgets untouched
+    assert run(python, "-c", VERSIONS).stdout == before  # torch and ipywidgets untouched
     # outside a kernel the live redraw prints the image's repr first; the verdict is the last line
-    assert run(PYTHON, "-c", LIVE_CHECK, cwd=tmp_path).stdout.strip().splitlines()[-1] == "live False"
+    assert run(python, "-c", LIVE_CHECK, cwd=tmp_path).stdout.strip().splitlines()[-1] == "live False"

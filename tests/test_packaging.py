@@ -1,0 +1,25 @@
+"""Dependencies are declared once: pyproject.toml lists them (with "book" and "test" extras),
+requirements.txt installs from it, and torch is pinned in one place, the Makefile's TORCH_SPEC."""
+
+from __future__ import annotations
+
+import re
+
+from browser import ROOT
+from envs import torch_spec
+
+
+def test_requirements_install_the_package_and_its_extras():
+    lines = [line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
+    assert [line for line in lines if line and not line.startswith("#")] == ["-e .[book,test]"]
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert re.search(r"^book = \[", pyproject, re.M) and re.search(r"^test = \[", pyproject, re.M)
+
+
+def test_torch_is_pinned_in_one_place():
+    assert re.fullmatch(r"torch==[\d.]+", torch_spec().split()[0])
+    pinned = [str(path.relative_to(ROOT)) for path in (ROOT / "tests").glob("*.py")
+              if re.search(r"torch==\d", path.read_text())]
+    pinned += [name for name in ("pyproject.toml", "requirements.txt", ".ci/run")
+               if re.search(r"torch==\d", (ROOT / name).read_text())]
+    assert pinned == [], f"torch pinned outside the Makefile: {pinned}"
