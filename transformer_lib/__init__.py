@@ -16,6 +16,7 @@ One concept per module:
 - :mod:`.encoder`, :mod:`.decoder`, :mod:`.model`: the encoder-decoder
 - :mod:`.decoding`    greedy decoding and beam search
 - :mod:`.rnn`         a GRU encoder-decoder with additive attention
+- :mod:`.checkup`     `doctor()`: a self-check of the set-up
 
 The translator pipeline: :mod:`.download` (finding and verifying the
 fra-eng pairs), :mod:`.data` (preprocessing, vocabularies, subsets,
@@ -31,6 +32,7 @@ from .attention import (AdditiveAttention, DotProductAttention,
 from .decoder import (BlockCache, DecoderCache, TransformerDecoder,
                       TransformerDecoderBlock)
 from .decoding import beam_search, greedy_decode
+from .checkup import doctor
 from .encoder import TransformerEncoder, TransformerEncoderBlock
 from .ffn import PositionWiseFFN
 from .layouts import (FusedSelfAttention, PostNormMultiHeadAttention,
@@ -50,7 +52,7 @@ __all__ = [
     "PositionWiseFFN", "PositionalEncoding", "PostNormMultiHeadAttention",
     "Transformer", "TransformerConfig", "TransformerDecoder",
     "TransformerDecoderBlock", "TransformerEncoder",
-    "TransformerEncoderBlock", "attention_mask", "beam_search",
+    "TransformerEncoderBlock", "attention_mask", "beam_search", "doctor",
     "fused_from_separate", "greedy_decode", "masked_softmax", "merge_heads",
     "post_norm_from_separate", "record_attention",
     "scaled_dot_product_attention", "separate_from_fused",

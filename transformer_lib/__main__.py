@@ -1,5 +1,5 @@
-"""``python -m transformer_lib train | translate | evaluate`` (see
-:mod:`transformer_lib.cli`)."""
+"""``python -m transformer_lib train | translate | evaluate | doctor``
+(see :mod:`transformer_lib.cli`)."""
 
 import sys
 

@@ -25,8 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m transformer_lib",
         description="Train, use and evaluate English-to-French "
                     "translators.")
-    sub = parser.add_subparsers(dest="command", required=True,
-                                metavar="{train,translate,evaluate}")
+    sub = parser.add_subparsers(
+        dest="command", required=True,
+        metavar="{train,translate,evaluate,doctor}")
 
     t = sub.add_parser("train", help="train a model and save a checkpoint",
                        description="Train on a named recipe (data subset + "
@@ -61,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("sentences", nargs="*",
                    help="sentences to translate (default: one per line on "
                         "stdin)")
+
+    d = sub.add_parser("doctor",
+                       help="check this set-up: versions, device, widgets, "
+                            "data")
+    _add_data_args(d)
 
     e = sub.add_parser("evaluate",
                        help="corpus BLEU of a checkpoint on its held-out "
@@ -166,13 +172,19 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
+def cmd_doctor(args) -> int:
+    from .checkup import doctor
+
+    return 0 if doctor(args.data_dir) else 1
+
+
 def main(argv=None) -> int:
     from .checkpoint import CheckpointError
     from .download import DataError
 
     args = build_parser().parse_args(argv)
     commands = {"train": cmd_train, "translate": cmd_translate,
-                "evaluate": cmd_evaluate}
+                "evaluate": cmd_evaluate, "doctor": cmd_doctor}
     try:
         return commands[args.command](args)
     except (DataError, CheckpointError, ValueError) as err:

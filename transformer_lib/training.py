@@ -21,6 +21,12 @@ DTYPES = {"float32": None, "bfloat16": torch.bfloat16,
 PRECISIONS = ("auto", *DTYPES)
 
 
+def precision_name(dtype) -> str:
+    """``"float32"``, ``"bfloat16"`` or ``"float16"`` for autocast's
+    dtype (``None``: float32)."""
+    return next(name for name, d in DTYPES.items() if d is dtype)
+
+
 def pick_device(device: str | None = None) -> torch.device:
     """``device`` if given, else CUDA, then Apple's MPS, then the CPU."""
     if device:
@@ -282,8 +288,7 @@ def _train(model, train_loader, val_loader, config, device, dtype,
     if not steps_per_epoch:
         raise ValueError("train_loader is empty: nothing to train on")
     total_steps = config.epochs * steps_per_epoch or None
-    name = next(name for name, d in DTYPES.items() if d is dtype)
-    history = History(precision=name)
+    history = History(precision=precision_name(dtype))
     bar = tqdm(total=total_steps, disable=not progress, unit="step")
     step, epoch = 0, 0
     running, running_steps = torch.zeros((), device=device), 0
