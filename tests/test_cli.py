@@ -67,3 +67,40 @@ def test_train_translate_evaluate(tmp_path, data_dir, capsys, monkeypatch):
     ckpt.write_bytes(b"not a checkpoint")
     assert main(["evaluate", "--checkpoint", str(ckpt)]) == 2
     assert "cannot be read" in capsys.readouterr().err
+
+
+def test_an_interrupted_training_resumes_to_the_same_weights(tmp_path, data_dir, capsys, monkeypatch):
+    import torch
+
+    import transformer_lib.training as training
+    from transformer_lib.checkpoint import load_checkpoint
+
+    common = ["train", "--recipe", "d2l", "--epochs", "3", "--data-dir", str(data_dir), "--quiet",
+              "--device", "cpu"]
+    assert main([*common, "--out", str(tmp_path / "whole.pt")]) == 0
+    assert main([*common, "--out", str(tmp_path / "run.pt"), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "there is no" in err and "run.pt.state" in err
+
+    real_fit, real_lr = training.fit, training.learning_rate
+
+    def fit_with_ctrl_c(*args, **kwargs):  # Ctrl-C at step 10, in the third of 4-step epochs
+        def stop(history):
+            if history.steps and history.steps[-1] >= 10:
+                raise KeyboardInterrupt
+        return real_fit(*args, **kwargs, callback=stop)
+
+    monkeypatch.setattr(training, "fit", fit_with_ctrl_c)
+    assert main([*common, "--out", str(tmp_path / "run.pt")]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted" in err and "run.pt.state" in err and "--resume" in err
+    assert (tmp_path / "run.pt.state").is_file() and not (tmp_path / "run.pt").exists()
+    monkeypatch.undo()
+
+    steps = []  # the learning rate is set once per training step
+    monkeypatch.setattr(training, "learning_rate", lambda *a: steps.append(1) or real_lr(*a))
+    assert main([*common, "--out", str(tmp_path / "run.pt"), "--resume"]) == 0
+    assert len(steps) == 4  # the third epoch only: the first two came from the state
+    whole, resumed = load_checkpoint(tmp_path / "whole.pt")[0], load_checkpoint(tmp_path / "run.pt")[0]
+    for (name, a), b in zip(whole.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(a, b), name

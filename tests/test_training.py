@@ -251,6 +251,37 @@ def test_fit_refuses_an_empty_loader():
         fit(tiny_model(), [], None, TrainConfig(epochs=1, device="cpu"), progress=False)
 
 
+def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(tmp_path):
+    config = TrainConfig(epochs=4, lr=3e-3, warmup_steps=3, log_every=1, device="cpu")
+
+    def loader():
+        return BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, batch_size=3, seed=0)  # 2 steps an epoch
+
+    val = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 6, shuffle=False)
+    whole = tiny_model(dropout=0.2)                                    # dropout: the generator matters
+    expected = fit(whole, loader(), val, config, progress=False, checkpoint=tmp_path / "whole.state")
+
+    def ctrl_c_in_epoch_3(history):
+        if history.steps and history.steps[-1] == 5:
+            raise KeyboardInterrupt
+    state = tmp_path / "run.state"
+    with pytest.raises(KeyboardInterrupt):
+        fit(tiny_model(dropout=0.2), loader(), val, config, progress=False, checkpoint=state,
+            callback=ctrl_c_in_epoch_3)
+    resumed = tiny_model(seed=99, dropout=0.2)                        # other initial weights
+    history = fit(resumed, loader(), val, config, progress=False, checkpoint=state, resume=True)
+    assert history.steps_done == 8 and len(history.validation) == 4
+    for (name, a), b in zip(whole.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(a, b), name                                # bit for bit
+    assert history.train_loss == expected.train_loss
+    assert [v.loss for v in history.validation] == [v.loss for v in expected.validation]
+    again = fit(resumed, loader(), val, config, progress=False, checkpoint=state, resume=True)
+    assert again.steps_done == 8 and again.train_loss == expected.train_loss   # finished: nothing to do
+    with pytest.raises(CheckpointError, match="lr"):
+        fit(resumed, loader(), val, TrainConfig(epochs=4, lr=1e-3, device="cpu"), progress=False,
+            checkpoint=state, resume=True)
+
+
 def test_autocast_dtype_follows_the_device():
     cpu = torch.device("cpu")
     assert autocast_dtype("auto", cpu) == (torch.bfloat16 if cpu_has_native_bf16() else None)

@@ -55,6 +55,13 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab,
                        for k, v in model.state_dict().items()},
         "extra": dict(extra or {}),
     }
+    return save_atomically(payload, path)
+
+
+def save_atomically(payload, path) -> Path:
+    """``torch.save(payload)`` into a temporary file, then ``os.replace``
+    it onto ``path``: an interrupted save (even Ctrl-C) leaves the old
+    file as it was."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 from .download import DATA_DIR_ENV
 
@@ -51,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="matrix products in float32, or bf16/fp16 autocast "
                         "(default auto: bf16 on a GPU or a CPU that has "
                         "it natively, else float32)")
+    t.add_argument("--resume", action="store_true",
+                   help="go on from the state that an interrupted run with "
+                        "the same options saved after its last epoch "
+                        "(OUT.state)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     _add_data_args(t)
 
@@ -110,7 +115,19 @@ def cmd_train(args) -> int:
     train = BatchLoader(split.train, src_vocab, tgt_vocab, recipe.batch_size,
                         seed=recipe.train.seed)
     val = BatchLoader(split.val, src_vocab, tgt_vocab, 256, shuffle=False)
-    history = fit(model, train, val, recipe.train, progress=not args.quiet)
+    state = Path(f"{args.out}.state")  # fit's state after each epoch
+    if args.resume and not state.is_file():
+        raise ValueError(f"--resume: there is no {state} to go on from (a "
+                         f"run with --out {args.out} writes it after each "
+                         f"epoch)")
+    try:
+        history = fit(model, train, val, recipe.train, checkpoint=state,
+                      resume=args.resume, progress=not args.quiet)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {state} holds the state after the last "
+              f"complete epoch; to go on, run the same command with "
+              f"--resume", file=sys.stderr)
+        return 130
     print(f"trained {history.epochs_done:.2f} epochs in "
           f"{history.train_seconds:.0f} s ({history.tokens_per_second:.0f} "
           f"target tokens/s, {history.precision}); validation loss "
