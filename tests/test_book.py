@@ -248,3 +248,21 @@ def test_translator_attention_widget_switches_figures(browser_page):
     changed()
     widget.screenshot(path=str(shots / "06_translator-after.png"))
     assert len(set(map(tuple, seen))) == 6
+
+
+def test_launch_buttons_follow_the_repository_in_the_config():
+    """Every chapter's Colab button opens that chapter in the repository and branch that _config.yml
+    names (scripts/set_repository.py sets them), and the repository button points there too."""
+    from bs4 import BeautifulSoup
+
+    from test_notebooks import repository
+
+    url, branch = repository()
+    github = url.removeprefix("https://github.com/")
+    for path in NOTEBOOKS:
+        soup = BeautifulSoup((_built() / "notebooks" / f"{path.stem}.html").read_text(encoding="utf-8"),
+                             "html.parser")
+        links = [a["href"] for a in soup.find_all("a", href=True)]
+        colab = f"https://colab.research.google.com/github/{github}/blob/{branch}/notebooks/{path.name}"
+        assert colab in links, f"{path.stem}: no Colab button for {colab}"
+        assert url in links, f"{path.stem}: no repository button for {url}"
