@@ -1,0 +1,213 @@
+"""The chapters in live Jupyter front-ends, driven in a real (headless) Chromium.
+
+- JupyterLab 4 with ipywidgets 8: the figure explorers are precomputed (``Stack``s linked in the
+  browser);
+- the classic Notebook with the ipywidgets 7 that pip picks today (7.8.x with widgetsnbextension
+  3.6.10), the closest we can get to Colab's front-end: the explorers are live, and the kernel
+  redraws the figure.
+
+Each front-end runs in an environment of its own (``.venv-lab``, ``.venv-classic``), created
+once and reused, with the torch that ``make`` installs and ``transformer_lib`` installed from this
+repository (editable).  Its server listens on 127.0.0.1 only, with a random token, serves a
+temporary copy of the chapters, and is stopped afterwards.  The multi-head attention and the
+positional-encoding chapters are run as a reader runs them (Run All), the first slider is moved
+with the keyboard, and the figure must change; no JavaScript error may appear.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from browser import CHROMIUM_FLAGS, ROOT, find_chromium
+from envs import environment, run
+
+pytestmark = pytest.mark.environment
+
+CHAPTERS = ("02_multihead_attention", "05_positional_encoding")
+SHOTS = ROOT / "_build" / "screenshots"
+
+# front-end: (its environment, what it installs besides torch and transformer_lib)
+FRONT_ENDS = {
+    "lab": (".venv-lab", ("jupyterlab>=4,<5", "ipywidgets>=8,<9", "ipykernel")),
+    "classic": (".venv-classic", ("notebook<7", "ipywidgets>=7.6,<8", "ipykernel")),
+}
+
+# Messages of the front-ends themselves that break nothing of ours, each with its reason.
+KNOWN_HARMLESS = {
+    # The classic Notebook highlights the book's MyST fences ("```{admonition} Solution") as a
+    # language, and asks for a CodeMirror mode of that name, which does not exist (a 404).
+    "no CodeMirror mode for a MyST fence": re.compile(r"/codemirror/mode/"),
+    # MathJax 2 in the classic Notebook probes web fonts it does not ship.
+    "MathJax 2 font probes": re.compile(r"Access to font at 'about:blank'|/MathJax/fonts/"),
+    # The classic Notebook asks twice for the kernel of a notebook that names none; the second
+    # request is refused and the first kernel used.
+    "a repeated kernel request": re.compile(r"SessionAlreadyStarting"),
+}
+
+
+def _harmless(message: str) -> bool:
+    return any(rx.search(message) for rx in KNOWN_HARMLESS.values())
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class JupyterServer:
+    """A JupyterLab or classic Notebook server on 127.0.0.1 over a copy of the chapters."""
+
+    def __init__(self, front_end: str, python: Path, workdir: Path):
+        self.front_end, self.port, self.token = front_end, _free_port(), secrets.token_hex(16)
+        self.workdir = workdir
+        for chapter in CHAPTERS:
+            shutil.copy(ROOT / "notebooks" / f"{chapter}.ipynb", workdir)
+        common = ["--no-browser", "--ip=127.0.0.1", f"--port={self.port}", "--allow-root"]
+        if front_end == "lab":
+            # exposes window.jupyterapp, through which the test waits for the kernel
+            args = ["-m", "jupyterlab", *common, f"--IdentityProvider.token={self.token}",
+                    f"--ServerApp.root_dir={workdir}", "--LabApp.expose_app_in_browser=True"]
+        else:
+            args = ["-m", "notebook", *common, f"--NotebookApp.token={self.token}",
+                    f"--NotebookApp.notebook_dir={workdir}"]
+        self.log = open(workdir / "server.log", "w")
+        env = {**os.environ, "JUPYTER_CONFIG_DIR": str(workdir / ".jupyter"),
+               "JUPYTER_RUNTIME_DIR": str(workdir / ".runtime")}
+        self.process = subprocess.Popen([str(python), *args], cwd=workdir, env=env,
+                                        stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                break
+            except OSError:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{front_end} server did not start:\n"
+                                       + (workdir / "server.log").read_text()[-3000:])
+                time.sleep(0.2)
+
+    def url(self, chapter: str) -> str:
+        if self.front_end == "lab":  # reset: no workspace restored from an earlier page
+            return f"http://127.0.0.1:{self.port}/lab/tree/{chapter}.ipynb?reset&token={self.token}"
+        return f"http://127.0.0.1:{self.port}/notebooks/{chapter}.ipynb?token={self.token}"
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    if find_chromium() is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: `make test` installs it with apt-get (Debian)")
+        pytest.skip("no Chromium on this machine (install the `chromium` package)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=find_chromium(), args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="module", params=list(FRONT_ENDS))
+def server(request, tmp_path_factory):
+    name, packages = FRONT_ENDS[request.param]
+    python = environment(name)
+    run(python, "-m", "pip", "install", "--quiet", *packages, "-e", ROOT)
+    front = "jupyterlab" if request.param == "lab" else "notebook"
+    names = ("torch", "ipywidgets", "widgetsnbextension", front)
+    versions = run(python, "-c", "import importlib.metadata as m, sys; "
+                                 "print(*(m.version(p) for p in sys.argv[1:]))", *names).stdout
+    print(f"\n{request.param}: " + ", ".join(f"{n} {v}" for n, v in zip(names, versions.split())))
+    live = JupyterServer(request.param, python, tmp_path_factory.mktemp(request.param))
+    yield live
+    live.stop()
+
+
+# JupyterLab: the open notebook of a path, once its kernel is ready (window.jupyterapp)
+LAB_NOTEBOOK = """(path) => { const app = window.jupyterapp;
+  const nb = app && Array.from(app.shell.widgets('main')).find(w => w.context && w.context.path === path);
+  const kernel = nb && nb.sessionContext.session && nb.sessionContext.session.kernel;
+  return kernel && kernel.status === 'idle' ? nb : null; }"""
+
+
+def _run_all(page, front_end: str, chapter: str):
+    """Run every cell as a reader does, and wait until the last one has run."""
+    if front_end == "lab":
+        path = f"{chapter}.ipynb"
+        page.wait_for_function(f"(path) => !!({LAB_NOTEBOOK})(path)", arg=path, timeout=120_000)
+        page.evaluate(f"(path) => window.jupyterapp.shell.activateById(({LAB_NOTEBOOK})(path).id)", path)
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")  # Run > Run All
+        page.wait_for_function(f"(path) => {{ const nb = ({LAB_NOTEBOOK})(path); if (!nb) return false;"
+                               " const cells = nb.content.model.cells;"
+                               " for (let i = 0; i < cells.length; i++) { const c = cells.get(i);"
+                               "   if (c.type === 'code' && !c.executionCount) return false; }"
+                               " return true; }", arg=path, timeout=300_000)
+    else:
+        page.wait_for_function("() => window.Jupyter && Jupyter.notebook && Jupyter.notebook.kernel"
+                               " && Jupyter.notebook.kernel.is_connected()", timeout=120_000)
+        page.wait_for_timeout(1000)   # the widget manager connects to the kernel
+        page.click("#celllink")       # Cell > Run All
+        page.click("#run_all_cells")
+        page.wait_for_function("() => !Jupyter.notebook.kernel_busy && Jupyter.notebook.get_cells()"
+                               ".every(c => c.cell_type !== 'code' || typeof c.input_prompt_number"
+                               " === 'number')", timeout=300_000)
+
+
+def _figure(widget):
+    """A screenshot of the explorer's visible figure."""
+    images = [img for img in widget.locator("img").all() if img.is_visible()]
+    assert len(images) == 1, f"expected one visible figure in the explorer, saw {len(images)}"
+    return images[0].screenshot()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_moving_a_slider_in_a_live_kernel_changes_the_figure(server, chromium, chapter):
+    page = chromium.new_page(viewport={"width": 1280, "height": 1000})
+    errors = []  # failed loads are judged by their URL (the responses), not by the console's text
+    page.on("console", lambda m: m.type == "error" and not m.text.startswith("Failed to load resource")
+            and errors.append(m.text))
+    page.on("pageerror", lambda e: errors.append(e.message))
+    page.on("response", lambda r: r.status >= 400 and errors.append(f"HTTP {r.status} for {r.url}"))
+    local = f"http://127.0.0.1:{server.port}"
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith((local, "data:", "blob:"))
+               else r.abort())
+    try:
+        page.goto(server.url(chapter))
+        _run_all(page, server.front_end, chapter)
+        slider = page.locator(".widget-slider, .widget-hslider").first
+        slider.scroll_into_view_if_needed()
+        widget = page.locator(".widget-vbox", has=slider).first
+        deadline = time.monotonic() + 30
+        while not any(img.is_visible() for img in widget.locator("img").all()):
+            assert time.monotonic() < deadline, "the explorer shows no figure"
+            time.sleep(0.2)
+        before = _figure(widget)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        widget.screenshot(path=str(SHOTS / f"{server.front_end}-{chapter}-before.png"))
+        slider.locator(".noUi-handle, .ui-slider-handle").first.focus()
+        page.keyboard.press("ArrowRight")
+        deadline = time.monotonic() + 30
+        while (after := _figure(widget)) == before:   # live mode: the kernel redraws
+            assert time.monotonic() < deadline, "the figure did not change"
+            time.sleep(0.3)
+        widget.screenshot(path=str(SHOTS / f"{server.front_end}-{chapter}-after.png"))
+        assert after != before
+        assert not [e for e in errors if not _harmless(e)], errors
+    finally:
+        page.close()
