@@ -1,5 +1,7 @@
 """Loss, schedule, training loop, checkpoints, beam search and translation."""
 
+import time
+
 import pytest
 import torch
 
@@ -78,6 +80,19 @@ def test_time_budget_stops_training():
     assert history.seconds[-1] <= 1.5
     epochs = [v.epoch for v in history.validation]
     assert epochs == sorted(set(epochs))              # one validation per epoch (or end), none twice
+
+
+def test_a_budget_that_ends_as_an_epoch_starts_validates_once():
+    class SlowStart(BatchLoader):
+        def __iter__(self):
+            time.sleep(0.3)  # e.g. a loader that reads a file at each epoch's start
+            yield from super().__iter__()
+
+    loader = SlowStart(PAIRS, SRC_VOCAB, TGT_VOCAB, batch_size=6)           # one step an epoch
+    val = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 6, shuffle=False)
+    history = fit(tiny_model(), loader, val, TrainConfig(epochs=0, max_seconds=0.5, device="cpu"),
+                  progress=False)                     # runs out in the second epoch's slow start
+    assert history.steps_done == 1 and [v.epoch for v in history.validation] == [1.0]
 
 
 def test_callback_sees_the_history():

@@ -378,6 +378,7 @@ def _train(model, train_loader, val_loader, config, device, dtype,
     while progress_fraction() < 1.0:  # an epoch, or what the budget leaves
         if hasattr(train_loader, "set_epoch"):
             train_loader.set_epoch(epoch)
+        first = step
         for batch in train_loader:
             if progress_fraction() >= 1.0:
                 break
@@ -415,6 +416,8 @@ def _train(model, train_loader, val_loader, config, device, dtype,
                     callback(history)
         else:  # the epoch ran to its end
             epoch += 1
+        if step == first > 0:  # the budget ran out before this pass began:
+            break              # nothing new to validate or save
         history.train_seconds = elapsed()
         history.steps_done = step
         history.epochs_done = step / steps_per_epoch
