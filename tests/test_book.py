@@ -1,7 +1,8 @@
 """The built book (``make test`` builds it first): every internal link resolves, and a real
 headless Chromium finds no JavaScript errors, rendered figures and math on every chapter, code
-listings that fit the page, sliders that change the figure on chapters 2 and 5, and chapter 6's
-attention explorer switching figures with each of its controls."""
+listings that fit the page, sliders that change the figure on chapters 2 and 5, chapter 7's
+attention explorer switching figures with each of its controls, the architecture figure's links,
+and exercise solutions that stay folded until a reader opens them."""
 
 from __future__ import annotations
 
@@ -214,17 +215,17 @@ def test_moving_a_slider_changes_the_figure(browser_page, chapter):
 
 
 def test_translator_attention_widget_switches_figures(browser_page):
-    """Chapter 6's attention explorer: every control (kind buttons, layer and head sliders,
+    """Chapter 7's attention explorer: every control (kind buttons, layer and head sliders,
     sentence dropdown) changes the one visible heatmap, in the static page."""
     server, _, page = browser_page
-    assert not _visit(page, f"{server.url}notebooks/06_translator.html")
+    assert not _visit(page, f"{server.url}notebooks/07_translator.html")
     widget = page.locator(".attention-explorer").first
     widget.scroll_into_view_if_needed()
     shots = ROOT / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     seen = [_wait_for(lambda: _visible_image_digests(widget))]
     assert len(seen[0]) == 1, f"expected one visible figure in the widget, saw {len(seen[0])}"
-    widget.screenshot(path=str(shots / "06_translator-cross.png"))
+    widget.screenshot(path=str(shots / "07_translator-cross.png"))
 
     def changed():
         now = _wait_for(lambda: (d := _visible_image_digests(widget)) not in seen and len(d) == 1 and d)
@@ -233,10 +234,10 @@ def test_translator_attention_widget_switches_figures(browser_page):
 
     widget.locator(".widget-toggle-buttons button", has_text="encoder self").click()
     changed()
-    widget.screenshot(path=str(shots / "06_translator-encoder-self.png"))
+    widget.screenshot(path=str(shots / "07_translator-encoder-self.png"))
     widget.locator(".widget-toggle-buttons button", has_text="decoder self").click()
     changed()
-    widget.screenshot(path=str(shots / "06_translator-decoder-self.png"))
+    widget.screenshot(path=str(shots / "07_translator-decoder-self.png"))
     sliders = widget.locator(".widget-slider")
     assert sliders.count() == 2, "expected a layer and a head slider"
     for slider in sliders.all():
@@ -246,8 +247,68 @@ def test_translator_attention_widget_switches_figures(browser_page):
     select = widget.locator(".widget-dropdown select")
     select.select_option(index=1)
     changed()
-    widget.screenshot(path=str(shots / "06_translator-after.png"))
+    widget.screenshot(path=str(shots / "07_translator-after.png"))
     assert len(set(map(tuple, seen))) == 6
+
+
+def test_architecture_figure_links_each_box_to_its_chapter(browser_page):
+    """The introduction's and chapter 6's figure of the model: drawn, with a link on every box to
+    the chapter that builds it, and a click that opens that chapter."""
+    server, _, page = browser_page
+    shots = ROOT / "_build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    for url, name in ((f"{server.url}book/intro.html", "intro"),
+                      (f"{server.url}notebooks/06_encoder_decoder.html", "06_encoder_decoder")):
+        assert not _visit(page, url)
+        figure = page.locator("svg[aria-label='The Transformer encoder-decoder']").first
+        figure.scroll_into_view_if_needed()
+        box = figure.bounding_box()
+        assert box and box["width"] > 400 and box["height"] > 400, box
+        figure.screenshot(path=str(shots / f"architecture-{name}.png"))
+        links = figure.locator("a")
+        stems = {re.search(r"(\d\d_\w+)\.html$", links.nth(i).get_attribute("href")).group(1)
+                 for i in range(links.count())}
+        assert stems == {p.stem for p in NOTEBOOKS} - {"01_attention"}, stems
+    figure.locator("a", has_text="PositionWiseFFN").first.click()
+    page.wait_for_load_state("networkidle")
+    assert page.url.endswith("notebooks/03_ffn.html"), page.url
+
+
+def test_decoding_time_plot_is_drawn(browser_page):
+    server, _, page = browser_page
+    assert not _visit(page, f"{server.url}notebooks/06_encoder_decoder.html")
+    section = page.locator("section", has=page.locator("h3", has_text="What the cache saves"))
+    plot = section.locator(".cell_output img").first
+    plot.scroll_into_view_if_needed()
+    assert plot.evaluate("img => img.complete && img.naturalWidth > 300")
+    shots = ROOT / "_build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    plot.screenshot(path=str(shots / "06_encoder_decoder-decoding-time.png"))
+
+
+@pytest.mark.parametrize("chapter", [p.stem for p in NOTEBOOKS])
+def test_solutions_stay_folded_until_opened(browser_page, chapter):
+    """Every solution's prose (<details class="solution">) and code (a hide-cell toggle) is folded
+    when the page loads, and opens on a click."""
+    server, _, page = browser_page
+    assert not _visit(page, f"{server.url}notebooks/{chapter}.html")
+    solutions = page.locator("details.solution")
+    code_cells = sum(c.source.startswith("# @title Solution")
+                     for c in nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", 4).cells)
+    toggles = page.locator(".tag_hide-cell", has=page.locator("pre", has_text="@title Solution"))
+    assert solutions.count() >= 1 and toggles.count() == code_cells
+    for i in range(solutions.count()):
+        details = solutions.nth(i)
+        assert details.get_attribute("open") is None
+        body = details.locator("p").first
+        assert not body.is_visible()
+        details.locator("summary").click()
+        assert body.is_visible()
+    for i in range(toggles.count()):
+        cell = toggles.nth(i)
+        assert not cell.locator(".cell_input").is_visible()
+        cell.locator("summary").first.click()
+        assert cell.locator(".cell_input").is_visible()
 
 
 def test_launch_buttons_follow_the_repository_in_the_config():

@@ -17,6 +17,7 @@ One concept per module:
 - :mod:`.decoding`    greedy decoding and beam search
 - :mod:`.rnn`         a GRU encoder-decoder with additive attention
 - :mod:`.checkup`     `doctor()`: a self-check of the set-up
+- :mod:`.architecture` the encoder-decoder drawn as SVG (the book's figure)
 
 The translator pipeline: :mod:`.download` (finding and verifying the
 fra-eng pairs), :mod:`.data` (preprocessing, vocabularies, subsets,
