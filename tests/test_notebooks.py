@@ -71,3 +71,123 @@ def test_set_repository_renames_it_everywhere(tmp_path):
     changed = set_repository.set_repository(fork, "pages", tmp_path)
     assert len(changed) == 1 + len(NOTEBOOKS) and repository(tmp_path) == (fork, "pages")
     assert all(f'"git+{fork}"' in source for source in install_sources(tmp_path).values())
+
+
+# --- Numbers in the prose ---------------------------------------------------------------------
+# A measured number typed into the prose goes stale on the next machine, so every number in a
+# chapter's markdown is glued from the cell that computed it ({glue:text}`name`), or printed by
+# a cell, or is one of these constants (or a small count: an integer up to 16).
+CONSTANTS = {
+    "the paper's base model and schedule (Vaswani et al., Table 3 and section 5)":
+        {512, 2048, 64, 8, 6, 0.1, 4000, 10000, 0.9, 0.98},
+    "ViT-Base/16 (Dosovitskiy et al.)": {224, 16, 196, 768, 3072, 12},
+    "the largest float16 number": {65504},
+}
+ALLOWED = set().union(*CONSTANTS.values())
+_NUMBER = re.compile(r"(?<![\w.\\])\d[\d,]*(?:\.\d+)?(?!\w)")
+_NOT_PROSE = [
+    r"(`{3,}|~{3,})(?!\{admonition).*?\1",          # fenced code blocks
+    r"^(?:    |\t).*$",                                # indented code
+    r"\{glue(?::\w+)?\}`[^`]*`",                        # glued values
+    r"\{[\w:-]+\}`[^`]*`",                              # other roles: {cite}, {doc}, {ref}
+    r"`[^`]*`",                                         # code spans
+    r"\]\([^)]*\)", r"https?://\S+", r"<[^>]*>",        # link targets, URLs, HTML tags
+    r"(?i)(?:§|\b(?:sections?|tables?|figures?|equations?|chapters?|exercises?|steps?|"
+    r"cc-by|sha|python|torch|ipywidgets|jupyterlab|notebook))[\s-]*\d+(?:\.\d+)*",  # names
+]
+
+
+def typed_numbers(markdown: str) -> list[str]:
+    """The numbers in ``markdown``'s prose (and math) that are neither glued, in code, a small
+    count, a year, nor one of ``CONSTANTS``."""
+    text = markdown.replace("{,}", ",")
+    for pattern in _NOT_PROSE:
+        text = re.sub(pattern, " ", text, flags=re.S | re.M)
+    found = []
+    for match in _NUMBER.finditer(text):
+        token = match.group(0).rstrip(",")
+        value = float(token.replace(",", ""))
+        small_count = "." not in token and value <= 16
+        year = "." not in token and "," not in token and 1950 <= value <= 2030
+        if not (small_count or year or value in ALLOWED):
+            context = text[max(0, match.start() - 40):match.end() + 20].replace("\n", " ")
+            found.append(f"{token!r} in '…{context.strip()}…'")
+    return found
+
+
+def markdown_cells(path):
+    return [c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown"]
+
+
+def test_the_typed_number_guard_catches_typed_numbers():
+    assert typed_numbers("Training took 273 s, 3,695 tokens/s.") == [
+        "'273' in '…Training took 273 s, 3,695 tokens/s.…'",
+        "'3,695' in '…Training took 273 s, 3,695 tokens/s.…'"]
+    assert typed_numbers("about 0.95: nearly one-hot") and typed_numbers("$\\approx 3.47$")
+    assert typed_numbers("a third of it (38.6 %)") and typed_numbers("$2{,}097{,}152$ adds")
+    assert typed_numbers(
+        "It took {glue:text}`seconds:.1f` s (`--max-seconds 720`) on $d = 512$, $h = 8$ heads, "
+        "section 3.2.2 of {cite}`vaswani2017attention` (2017), §5.4, SHA-256; [chapter 4](04_x.ipynb).") == []
+    assert typed_numbers("    print(x)  # 4194304.0\n\n```python\ny = 17.5\n```\n") == []
+
+
+def test_no_measured_number_is_typed_into_the_prose():
+    pages = [(p.name, markdown_cells(p)) for p in NOTEBOOKS]
+    pages.append(("intro.md", [(ROOT / "book" / "intro.md").read_text()]))
+    typed = [f"{name}: {number}" for name, cells in pages
+             for cell in cells for number in typed_numbers(cell)]
+    assert not typed, "glue these numbers (or print them) instead of typing them:\n" + "\n".join(typed)
+
+
+# --- Exercise solutions -------------------------------------------------------------------------
+# A solution is folded in every front-end: its prose in a markdown cell
+#     <details class="solution"><summary>Solution</summary> … </details>
+# (HTML that the book, JupyterLab, the classic Notebook and Colab all fold), and its code in an
+# executed cell that starts with "# @title Solution…", hidden by the tag hide-cell in the book,
+# by jupyter.source_hidden/outputs_hidden in JupyterLab and by Colab's form view.
+SOLUTION_CELL_TAG, SOLUTION_TITLE = "hide-cell", "# @title Solution"
+
+
+def test_solutions_are_folded_everywhere_and_their_code_runs_in_the_build():
+    for path in NOTEBOOKS:
+        cells = nbformat.read(path, as_version=4).cells
+        exercises = next((i for i, c in enumerate(cells) if c.cell_type == "markdown"
+                          and c.source.lstrip().startswith("## Exercises")), None)
+        for cell in cells:
+            if cell.cell_type == "markdown":
+                # MyST's dropdown admonition shows as raw, unfolded text in a live front-end
+                assert ":class: dropdown" not in cell.source, f"{path.name}: a MyST dropdown"
+            elif cell.source.startswith(SOLUTION_TITLE):
+                meta = cell.metadata
+                assert SOLUTION_CELL_TAG in meta.get("tags", []), f"{path.name}: {cell.source[:60]}"
+                assert meta.get("jupyter") == {"source_hidden": True, "outputs_hidden": True}
+                assert meta.get("cellView") == "form", f"{path.name}: {cell.source[:60]}"
+        if exercises is None:
+            continue
+        solutions = [c.source for c in cells[exercises:] if c.cell_type == "markdown"
+                     and c.source.lstrip().startswith('<details class="solution">')]
+        assert solutions, f"{path.name}: exercises without solutions"
+        for source in solutions:
+            assert source.rstrip().endswith("</details>"), f"{path.name}: {source[:60]}"
+            # code in a solution's prose never runs: it belongs in a solution cell
+            assert not re.search(r"^(```|~~~|    \S)", source, flags=re.M), f"{path.name}: {source[:80]}"
+
+
+def test_the_introduction_shows_the_figure_the_library_draws():
+    """book/architecture.svg is what scripts/draw_architecture.py writes today, is well-formed
+    SVG, and links every box to an existing chapter."""
+    import xml.etree.ElementTree as ET
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import draw_architecture
+    finally:
+        sys.path.pop(0)
+    committed = (ROOT / "book" / "architecture.svg").read_text()
+    assert committed == draw_architecture.intro_figure(), "run scripts/draw_architecture.py"
+    svg = ET.fromstring(committed)
+    links = [a.get("href") for a in svg.iter("{http://www.w3.org/2000/svg}a")]
+    assert len(links) >= 10
+    for href in links:
+        assert (ROOT / "book" / href).with_suffix(".ipynb").resolve().is_file(), href
+    assert ":file: architecture.svg" in (ROOT / "book" / "intro.md").read_text()
