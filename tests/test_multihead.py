@@ -134,6 +134,8 @@ def test_post_norm_layout_equals_addnorm_around_mha():
     torch.testing.assert_close(attn, ref_w, atol=1e-6, rtol=1e-5)
     with pytest.raises(ValueError, match="bias=False"):
         tl.post_norm_from_separate(tl.MultiHeadAttention(D, H, bias=True), addnorm)
+    with pytest.raises(ValueError, match="one dropout rate"):
+        tl.post_norm_from_separate(tl.MultiHeadAttention(D, H, dropout=0.1), addnorm)
 
 
 def test_post_norm_layout_gives_a_query_without_keys_zero_weights():

@@ -86,7 +86,6 @@ CONSTANTS = {
 ALLOWED = set().union(*CONSTANTS.values())
 _NUMBER = re.compile(r"(?<![\w.\\])\d[\d,]*(?:\.\d+)?(?!\w)")
 _NOT_PROSE = [
-    r"(`{3,}|~{3,})(?!\{admonition).*?\1",          # fenced code blocks
     r"^(?:    |\t).*$",                                # indented code
     r"\{glue(?::\w+)?\}`[^`]*`",                        # glued values
     r"\{[\w:-]+\}`[^`]*`",                              # other roles: {cite}, {doc}, {ref}
@@ -97,10 +96,28 @@ _NOT_PROSE = [
 ]
 
 
+def _without_code_blocks(markdown: str) -> str:
+    """``markdown`` without its fenced code blocks; a MyST directive's fence (```{note}) holds
+    prose, which stays."""
+    kept, fence = [], None   # fence: (marker, is_code) of the block we are in
+    for line in markdown.splitlines():
+        opening = re.match(r"\s*(`{3,}|~{3,}|:{3,})(.*)$", line)
+        if fence is None and opening:
+            marker, info = opening.groups()
+            fence = (marker, not info.strip().startswith("{") and marker[0] != ":")
+            continue
+        if fence is not None and line.strip() == fence[0]:
+            fence = None
+            continue
+        if fence is None or not fence[1]:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def typed_numbers(markdown: str) -> list[str]:
     """The numbers in ``markdown``'s prose (and math) that are neither glued, in code, a small
     count, a year, nor one of ``CONSTANTS``."""
-    text = markdown.replace("{,}", ",")
+    text = _without_code_blocks(markdown).replace("{,}", ",")
     for pattern in _NOT_PROSE:
         text = re.sub(pattern, " ", text, flags=re.S | re.M)
     found = []
@@ -129,6 +146,8 @@ def test_the_typed_number_guard_catches_typed_numbers():
         "It took {glue:text}`seconds:.1f` s (`--max-seconds 720`) on $d = 512$, $h = 8$ heads, "
         "section 3.2.2 of {cite}`vaswani2017attention` (2017), §5.4, SHA-256; [chapter 4](04_x.ipynb).") == []
     assert typed_numbers("    print(x)  # 4194304.0\n\n```python\ny = 17.5\n```\n") == []
+    assert typed_numbers("```{note}\nIt took 273 s.\n```\n") and typed_numbers(
+        "````{admonition} Solution\n:class: dropdown\n\n```python\nx = 1\n```\n39 MB\n````")
 
 
 def test_no_measured_number_is_typed_into_the_prose():

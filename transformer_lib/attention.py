@@ -218,11 +218,13 @@ class DotProductAttention(nn.Module):
 
 
 class AdditiveAttention(nn.Module):
-    """Additive (Bahdanau) attention: a(q, k) = w_v^T tanh(W_q q + W_k k).
+    """Additive (Bahdanau) attention, in rows (the book's notation):
+    a(q, k) = tanh(q W_q + k W_k) w_v^T, with hidden width d_a =
+    ``num_hiddens``.
 
     Useful when queries and keys have different sizes; it costs a
-    ``(B, Q, K, num_hiddens)`` intermediate, against ``(B, Q, K)`` for the
-    dot product.  Parameter names follow d2l (``W_q``, ``W_k``, ``w_v``).
+    ``(B, Q, K, d_a)`` intermediate, against ``(B, Q, K)`` for the dot
+    product.  Parameter names follow d2l (``W_q``, ``W_k``, ``w_v``).
     Like :class:`DotProductAttention`, it appends its weights to
     ``recorder`` inside :func:`~transformer_lib.record_attention`.
     """

@@ -158,8 +158,14 @@ class PostNormMultiHeadAttention(nn.Module):
 def post_norm_from_separate(mha: MultiHeadAttention,
                             addnorm) -> PostNormMultiHeadAttention:
     """The :class:`PostNormMultiHeadAttention` equal to
-    ``addnorm(q, mha(q, k, v))``.  ``mha`` must have no biases (the jadore
-    layout has none) and ``addnorm`` a LayerNorm."""
+    ``addnorm(q, mha(q, k, v))`` (in evaluation mode; in training, the
+    same dropout rates but other random masks).  ``mha`` must have no
+    biases (the jadore layout has none), ``addnorm`` a LayerNorm, and both
+    the same dropout rate (the jadore layout has one for both)."""
+    if addnorm.dropout.p != mha.attention.dropout:
+        raise ValueError(f"post_norm_from_separate needs one dropout rate, "
+                         f"got {mha.attention.dropout} (attention) and "
+                         f"{addnorm.dropout.p} (AddNorm)")
     if mha.W_q.bias is not None:
         raise ValueError("post_norm_from_separate needs a "
                          "MultiHeadAttention built with bias=False")
