@@ -25,6 +25,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from browser import CHROMIUM_FLAGS, ROOT, find_chromium
@@ -169,6 +170,35 @@ def _run_all(page, front_end: str, chapter: str):
                                " === 'number')", timeout=300_000)
 
 
+# Every exercise solution, after Run All: its prose in a closed <details>, and (JupyterLab) its
+# code collapsed. JupyterLab shows the output of a cell it runs even when the notebook stored it
+# collapsed, so a solution's printed check is visible after Run All; its explanation and code
+# stay folded. The classic Notebook has no metadata that hides a code cell without an extension,
+# so there only the prose is folded (the code cell starts with "# @title Solution to exercise N").
+SOLUTIONS = """(frontEnd) => {
+  const details = Array.from(document.querySelectorAll('details'))
+    .filter(d => d.querySelector('summary') && d.querySelector('summary').textContent.trim() === 'Solution');
+  const result = {details: details.length, open: details.filter(d => d.open).length, code: 0, folded: 0};
+  if (frontEnd === 'lab') {
+    const nb = window.jupyterapp.shell.currentWidget;
+    for (const cell of nb.content.widgets) {
+      if (cell.model.type === 'code' && cell.model.sharedModel.getSource().startsWith('# @title Solution')) {
+        result.code += 1;
+        if (cell.inputHidden) result.folded += 1;
+      }
+    }
+  }
+  return result; }"""
+
+
+def _solution_counts(chapter: str) -> tuple[int, int]:
+    cells = nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", as_version=4).cells
+    prose = sum(c.cell_type == "markdown" and c.source.startswith('<details class="solution">')
+                for c in cells)
+    code = sum(c.cell_type == "code" and c.source.startswith("# @title Solution") for c in cells)
+    return prose, code
+
+
 def _figure(widget):
     """A screenshot of the explorer's visible figure."""
     images = [img for img in widget.locator("img").all() if img.is_visible()]
@@ -190,6 +220,12 @@ def test_moving_a_slider_in_a_live_kernel_changes_the_figure(server, chromium, c
     try:
         page.goto(server.url(chapter))
         _run_all(page, server.front_end, chapter)
+        prose, code = _solution_counts(chapter)
+        folded = page.evaluate(SOLUTIONS, server.front_end)
+        print(f"{server.front_end} {chapter}: solutions {folded}")
+        assert folded["details"] == prose >= 1 and folded["open"] == 0, folded
+        if server.front_end == "lab":
+            assert folded["code"] == folded["folded"] == code, folded
         slider = page.locator(".widget-slider, .widget-hslider").first
         slider.scroll_into_view_if_needed()
         widget = page.locator(".widget-vbox", has=slider).first
