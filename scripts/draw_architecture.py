@@ -1,9 +1,11 @@
-"""Write book/architecture.svg, the introduction's figure of the encoder-decoder, from
-transformer_lib.architecture (its links point from book/ to the chapters' pages).
+"""Write book/architecture.svg, the introduction's figure of the
+encoder-decoder, from transformer_lib.architecture (its links point from
+book/ to the chapters' pages).
 
     python scripts/draw_architecture.py
 
-tests/test_notebooks.py checks that the committed file is what this script writes."""
+tests/test_notebooks.py checks that the committed file is what this script
+writes."""
 
 from pathlib import Path
 
@@ -13,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def intro_figure() -> str:
-    return architecture_svg(link=lambda chapter: f"../notebooks/{chapter}.html") + "\n"
+    return architecture_svg(
+        link=lambda chapter: f"../notebooks/{chapter}.html") + "\n"
 
 
 if __name__ == "__main__":

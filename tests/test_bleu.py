@@ -1,12 +1,16 @@
-"""BLEU: the sentence score equals d2l's, the corpus score equals sacreBLEU's."""
+"""BLEU: the sentence score equals d2l's, the corpus score (direct or step by step) equals
+sacreBLEU's."""
+
+import inspect
+import math
 
 import pytest
 import sacrebleu
 from hypothesis import given
 from hypothesis import strategies as st
-from sacrebleu.metrics import BLEUScore
+from sacrebleu.metrics import BLEU, BLEUScore
 
-from transformer_lib.bleu import bleu, corpus_bleu, corpus_bleu_details
+from transformer_lib.bleu import BleuSteps, bleu, bleu_steps, corpus_bleu, corpus_bleu_details
 
 # d2l's demo (sec_seq2seq_training): English -> French predictions vs labels, plus cases
 # with repeated n-grams, a prediction longer or shorter than the label, and no match at all.
@@ -130,5 +134,105 @@ def test_corpus_bleu_details_holds_the_score():
     (lambda: corpus_bleu("a hypothesis", "a reference"), TypeError, "hypotheses"),
 ])
 def test_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call()
+
+
+# --- bleu_steps: the same corpus BLEU, in readable steps -------------------------------------------
+
+def sacrebleu_of(hyps, per_sentence, max_n=4, tokenize="13a"):
+    """sacreBLEU's BLEUScore, with the references padded into streams by hand (None = no
+    reference, which sacreBLEU drops)."""
+    streams = [[refs[j] if j < len(refs) else None for refs in per_sentence]
+               for j in range(max(map(len, per_sentence)))]
+    return BLEU(max_ngram_order=max_n, tokenize=tokenize).corpus_score(hyps, streams)
+
+
+def assert_steps_equal(steps, expected):
+    assert isinstance(steps, BleuSteps)
+    assert list(steps.matches) == list(expected.counts)
+    assert list(steps.totals) == list(expected.totals)
+    assert (steps.hyp_len, steps.ref_len) == (expected.sys_len, expected.ref_len)
+    assert steps.brevity_penalty == pytest.approx(expected.bp, rel=1e-12, abs=1e-12)
+    assert [100 * p for p in steps.precisions] == pytest.approx(expected.precisions, rel=1e-12)
+    assert steps.score == pytest.approx(expected.score, rel=1e-9, abs=1e-9)
+
+
+WORDS = ["le", "chat", "est", "sur", "la", "table", "il", "calme", ".", "!", "l'eau", "Tu"]
+sentence = st.lists(st.sampled_from(WORDS), min_size=0, max_size=9).map(" ".join)
+
+
+@given(corpus=st.lists(st.tuples(sentence, st.lists(sentence, min_size=1, max_size=3)),
+                       min_size=1, max_size=5),
+       max_n=st.integers(1, 4))
+def test_bleu_steps_equals_sacrebleu_on_random_corpora(corpus, max_n):
+    hyps = [h for h, _ in corpus]
+    per_sentence = [refs for _, refs in corpus]
+    assert_steps_equal(bleu_steps(hyps, per_sentence, max_n), sacrebleu_of(hyps, per_sentence, max_n))
+    if max_n == 4:
+        assert bleu_steps(hyps, per_sentence).score == pytest.approx(
+            corpus_bleu(hyps, per_sentence), rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("tokenize", ["13a", "none", "char", "intl"])
+def test_bleu_steps_equals_sacrebleu_on_text(tokenize):
+    per_sentence = [[r1, r2] for r1, r2 in zip(REFS, REFS2)]
+    assert_steps_equal(bleu_steps(HYPS, per_sentence, tokenize=tokenize),
+                       sacrebleu_of(HYPS, per_sentence, tokenize=tokenize))
+    assert_steps_equal(bleu_steps(HYPS, REFS, tokenize=tokenize),
+                       sacrebleu_of(HYPS, [[r] for r in REFS], tokenize=tokenize))
+
+
+def test_bleu_steps_tokenizes_as_corpus_bleu():
+    default = inspect.signature(bleu_steps).parameters["tokenize"].default
+    assert default == inspect.signature(corpus_bleu).parameters["tokenize"].default == "13a"
+    # 13a splits the full stop off "mat.", so "mat ." and "mat." tokenize alike
+    assert bleu_steps(["the cat sat on the mat."], ["the cat sat on the mat ."]).score == \
+        pytest.approx(100.0)
+
+
+def test_bleu_steps_by_hand():
+    # hypothesis: 6 tokens; references of 4 and 7 tokens: r = 7 is closer (|6 - 7| < |6 - 4|)
+    hyps = ["il est il est calme ."]
+    refs = [["il est calme .", "oui , il est très calme ."]]
+    steps = bleu_steps(hyps, refs)
+    # unigrams: "il" and "est" occur twice but at most once in any one reference: 4 of 6 match
+    assert steps.matches == (4, 3, 2, 1) and steps.totals == (6, 5, 4, 3)
+    assert (steps.hyp_len, steps.ref_len) == (6, 7)
+    assert steps.brevity_penalty == pytest.approx(math.exp(1 - 7 / 6))
+    expected = 100 * math.exp(1 - 7 / 6) * (4 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25
+    assert steps.score == pytest.approx(expected, rel=1e-12)
+    # a tie (references of 5 and 7 tokens for 6) takes the shorter reference: no penalty
+    tie = bleu_steps(hyps, [["il est calme , oui", "oui , il est très calme ."]])
+    assert tie.ref_len == 5 and tie.brevity_penalty == 1.0
+
+
+def test_bleu_steps_counts_are_summed_before_dividing():
+    # Two sentences: 1 of 1 and 0 of 3 unigrams match. Corpus p_1 = 1/4, not the mean 1/2.
+    steps = bleu_steps(["oui", "x y z"], ["oui", "a b c"], max_n=1)
+    assert steps.matches == (1,) and steps.totals == (4,) and steps.precisions == (0.25,)
+
+
+def test_bleu_steps_smoothing_and_zero_scores():
+    # no 4-gram matches while lower orders match: sacreBLEU's "exp" smoothing, 1 / (2 * total)
+    steps = bleu_steps(["le chat est là ."], ["le chat est ici ."])
+    assert steps.matches[3] == 0 and steps.precisions[3] == 1 / (2 * steps.totals[3])
+    # nothing matches, or a hypothesis too short to have any 4-gram: the score is 0
+    assert bleu_steps(["x y z w"], ["a b c d"]).score == 0.0
+    assert bleu_steps(["le chat"], ["le chat"]).score == 0.0
+    assert bleu_steps([""], ["le chat"]).brevity_penalty == 0.0
+
+
+@pytest.mark.parametrize("call, error, match", [
+    (lambda: bleu_steps(HYPS, REFS[:3]), ValueError, "references"),
+    (lambda: bleu_steps([], []), ValueError, "hypotheses"),
+    (lambda: bleu_steps("a hypothesis", ["a reference"]), TypeError, "hypotheses"),
+    (lambda: bleu_steps(HYPS[:1], [[]]), ValueError, r"references\[0\]"),
+    (lambda: bleu_steps(HYPS[:1], [[1]]), TypeError, r"references\[0\]"),
+    (lambda: bleu_steps(HYPS, REFS, max_n=0), ValueError, "max_n"),
+    (lambda: bleu_steps(HYPS, REFS, max_n=2.5), (TypeError, ValueError), "max_n"),
+    (lambda: bleu_steps(HYPS, REFS, tokenize="words"), ValueError, "tokenize"),
+])
+def test_bleu_steps_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()

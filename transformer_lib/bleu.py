@@ -6,6 +6,9 @@ reporting.
 - :func:`corpus_bleu` is the standard corpus BLEU (0-100) computed by
   sacreBLEU, the number to report; it accepts one or several references
   per sentence.
+- :func:`bleu_steps` computes the same corpus BLEU in readable steps (the
+  clipped n-gram counts, the lengths, the brevity penalty), to show how
+  the score is made.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import sacrebleu
-from sacrebleu.metrics import BLEUScore
+from sacrebleu.metrics import BLEU, BLEUScore
 
 from ._checks import check_positive_int
 
@@ -66,15 +70,10 @@ def bleu(pred_seq: str, label_seq: str, k: int = 2) -> float:
     return score
 
 
-def _reference_streams(hypotheses, references) -> list[list[str | None]]:
-    """Check the corpus and turn per-sentence references into sacreBLEU's
-    reference streams.
-
-    sacreBLEU wants ``streams[j][i]`` = the j-th reference of sentence i,
-    every stream as long as the corpus.  A sentence with fewer references
-    is padded with ``None``, which sacreBLEU drops (an empty string ``''``
-    would count as a real, empty reference).
-    """
+def _per_sentence_references(hypotheses,
+                              references) -> list[list[str]]:
+    """Check the corpus and return each sentence's references as a list
+    (one reference given as a string becomes a one-element list)."""
     if isinstance(hypotheses, str) or not isinstance(hypotheses, Sequence):
         raise TypeError("hypotheses must be a list of strings")
     if isinstance(references, str) or not isinstance(references, Sequence):
@@ -98,6 +97,19 @@ def _reference_streams(hypotheses, references) -> list[list[str | None]]:
         if not all(isinstance(r, str) for r in refs):
             raise TypeError(f"references[{i}] must be a string or a list "
                             f"of strings")
+    return per_sentence
+
+
+def _reference_streams(hypotheses, references) -> list[list[str | None]]:
+    """Check the corpus and turn per-sentence references into sacreBLEU's
+    reference streams.
+
+    sacreBLEU wants ``streams[j][i]`` = the j-th reference of sentence i,
+    every stream as long as the corpus.  A sentence with fewer references
+    is padded with ``None``, which sacreBLEU drops (an empty string ``''``
+    would count as a real, empty reference).
+    """
+    per_sentence = _per_sentence_references(hypotheses, references)
     num_streams = max(len(refs) for refs in per_sentence)
     return [[refs[j] if j < len(refs) else None for refs in per_sentence]
             for j in range(num_streams)]
@@ -135,3 +147,107 @@ def corpus_bleu(hypotheses: list[str],
     """
     return corpus_bleu_details(hypotheses, references,
                                tokenize=tokenize).score
+
+
+@dataclass(frozen=True)
+class BleuSteps:
+    """The intermediate quantities of corpus BLEU (see :func:`bleu_steps`).
+
+    The tuples have one entry per n-gram order n = 1, ..., ``max_n``.
+    """
+
+    matches: tuple[int, ...]       # clipped n-gram matches, corpus sum
+    totals: tuple[int, ...]        # the hypotheses' n-grams, corpus sum
+    precisions: tuple[float, ...]  # p_n in [0, 1]
+    hyp_len: int                   # c: hypothesis tokens in the corpus
+    ref_len: int                   # r: closest reference lengths, summed
+    brevity_penalty: float         # BP = min(1, exp(1 - r / c))
+    score: float                   # BLEU, 0-100
+
+
+def bleu_steps(hypotheses: list[str],
+               references: list[list[str]] | list[str], max_n: int = 4,
+               *, tokenize: str = "13a") -> BleuSteps:
+    r"""Corpus BLEU (Papineni et al., 2002) in readable steps; its
+    ``score`` is sacreBLEU's, and :func:`corpus_bleu`'s (for ``max_n=4``).
+
+    ``hypotheses`` holds one string per sentence; ``references`` one
+    reference string or a list of reference strings for each of them.
+    Both sides are tokenized by sacreBLEU's ``tokenize`` tokenizer
+    (``"13a"``, as in :func:`corpus_bleu`).  For each order
+    n = 1, ..., ``max_n``:
+
+    - ``totals[n-1]``: the number of n-grams in all hypotheses;
+    - ``matches[n-1]``: how many of them match, *clipped*: an n-gram
+      counts at most as often as it occurs in one reference of its
+      sentence (the most generous reference for that n-gram);
+    - ``precisions[n-1]`` = :math:`p_n` = matches / totals.  Both counts
+      are summed over the corpus *before* dividing.
+
+    With :math:`c` hypothesis tokens and :math:`r` reference tokens (for
+    each sentence the reference length closest to the hypothesis' length,
+    the shorter one on a tie), the brevity penalty is
+    :math:`\mathrm{BP} = \min(1, e^{1 - r/c})` (0 when :math:`c = 0`) and,
+    with :math:`N` = ``max_n``,
+
+    .. math::
+
+        \mathrm{BLEU} = 100 \cdot \mathrm{BP} \cdot
+            \exp\Big(\frac{1}{N} \sum_{n=1}^{N} \log p_n\Big).
+
+    As sacreBLEU by default (its ``smooth_method="exp"``), an order with
+    no match while other orders match gets :math:`p_n = 1/(2^k \cdot
+    \mathrm{totals})` for its k-th such order instead of 0; with no match
+    at all, or no n-grams of some order, the score is 0.
+
+    Raises ``TypeError``/``ValueError`` naming the argument for a corpus
+    that :func:`corpus_bleu` refuses, ``max_n < 1`` or an unknown
+    ``tokenize``.
+    """
+    per_sentence = _per_sentence_references(hypotheses, references)
+    check_positive_int("max_n", max_n)
+    if tokenize not in BLEU.TOKENIZERS:
+        raise ValueError(f"tokenize must be one of {sorted(BLEU.TOKENIZERS)}"
+                         f", got {tokenize!r}")
+    tokenizer = BLEU(tokenize=tokenize).tokenizer
+
+    def tokens(text: str) -> list[str]:
+        return tokenizer(text.rstrip()).split()
+
+    matches, totals = [0] * max_n, [0] * max_n
+    hyp_len = ref_len = 0
+    for hypothesis, refs in zip(hypotheses, per_sentence):
+        hyp = tokens(hypothesis)
+        ref_tokens = [tokens(ref) for ref in refs]
+        hyp_len += len(hyp)
+        # r: the reference length closest to c's, the shorter on a tie
+        ref_len += min((abs(len(ref) - len(hyp)), len(ref))
+                       for ref in ref_tokens)[1]
+        for n in range(1, max_n + 1):
+            most = Counter()          # each n-gram's largest count in a ref
+            for ref in ref_tokens:
+                most |= _ngrams(ref, n)
+            hyp_counts = _ngrams(hyp, n)
+            matches[n - 1] += sum(min(count, most[gram])
+                                  for gram, count in hyp_counts.items())
+            totals[n - 1] += sum(hyp_counts.values())
+
+    precisions, zeros = [0.0] * max_n, 0
+    if any(matches):
+        for n, (m, t) in enumerate(zip(matches, totals)):
+            if t == 0:
+                break                 # no n-grams of this order: BLEU 0
+            if m == 0:
+                zeros += 1
+                precisions[n] = 1 / (2 ** zeros * t)
+            else:
+                precisions[n] = m / t
+    if hyp_len < ref_len:
+        bp = math.exp(1 - ref_len / hyp_len) if hyp_len > 0 else 0.0
+    else:
+        bp = 1.0
+    score = 0.0
+    if all(p > 0 for p in precisions):
+        score = 100 * bp * math.exp(sum(map(math.log, precisions)) / max_n)
+    return BleuSteps(tuple(matches), tuple(totals), tuple(precisions),
+                     hyp_len, ref_len, bp, score)
