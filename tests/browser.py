@@ -82,3 +82,51 @@ def launch(playwright, user_data_dir: Path):
     return playwright.chromium.launch_persistent_context(
         str(user_data_dir), executable_path=find_chromium(), headless=True, args=CHROMIUM_FLAGS,
         viewport={"width": 1280, "height": 1000})
+
+
+# --- tl.viz.attention_view in a page (the built book and the live front-ends) -------------------
+VISIBLE_LINES = """view => Array.from(view.querySelectorAll('.tl-av-head-view line'))
+    .filter(l => l.style.display !== 'none')
+    .map(l => [+l.dataset.head, +l.dataset.query, +l.dataset.key, l.getAttribute('stroke-opacity')])"""
+MATRIX = """view => { const m = view.querySelector('.tl-av-matrix-view');
+    return [m.dataset.head, Array.from(m.querySelectorAll('rect'),
+                                       r => r.getAttribute('fill-opacity')).join(',')]; }"""
+
+
+def check_attention_view(page, view, shots=None, name=""):
+    """Exercise one tl.viz.attention_view on a page: pointing at a query token keeps only its
+    lines, pointing at a key token only the lines into it, and the kind, layer, head and matrix
+    controls change what is drawn, the matrix following the layer."""
+    view.scroll_into_view_if_needed()
+    lines = lambda: view.evaluate(VISIBLE_LINES)  # noqa: E731
+    everything = lines()
+    assert everything, "the head view draws no line"
+    query = view.locator(".tl-av-head-view .tl-av-token[data-side=query]").nth(1)
+    query.hover()
+    focused = lines()
+    assert view.locator(".tl-av-head-view").get_attribute("data-focus") == "query:1"
+    assert focused and {q for _, q, _, _ in focused} == {1} and len(focused) < len(everything)
+    if shots is not None:
+        view.screenshot(path=str(shots / f"{name}-hovered.png"))
+    view.locator(".tl-av-head-view .tl-av-token[data-side=key]").nth(0).hover()
+    into = lines()
+    assert into and {k for _, _, k, _ in into} == {0}
+    page.mouse.move(0, 0)
+    assert lines() == everything
+    before = (everything, view.evaluate(MATRIX))
+    layers = view.locator("select.tl-av-layer option").count()
+    if layers > 1:
+        view.locator("select.tl-av-layer").select_option("1")
+        after = (lines(), view.evaluate(MATRIX))
+        assert after[0] != before[0] and after[1] != before[1], "layer switch changed nothing"
+        before = after
+    view.locator("select.tl-av-matrix-head").select_option("1")
+    assert view.evaluate(MATRIX)[0] == "1" and view.evaluate(MATRIX)[1] != before[1][1]
+    view.locator("input[data-head='0']").uncheck()
+    assert lines() and all(head != 0 for head, *_ in lines())
+    kinds = view.locator("select.tl-av-kind option")
+    if kinds.count() > 1:
+        label = view.locator(".tl-av-head-view").get_attribute("aria-label")
+        view.locator("select.tl-av-kind").select_option(index=kinds.count() - 1)
+        assert view.locator(".tl-av-head-view").get_attribute("aria-label") != label
+        assert lines(), "the new kind draws no line"

@@ -1,7 +1,8 @@
 """The built book (``make test`` builds it first): every internal link resolves, and a real
 headless Chromium finds no JavaScript errors, rendered figures and math on every chapter, code
-listings that fit the page, sliders that change the figure on chapters 2 and 5, chapter 7's
-attention explorer switching figures with each of its controls, the architecture figure's links,
+listings that fit the page, sliders that change the figure on chapters 2 and 5, the attention
+views of chapters 2 and 7 answering the pointer and every control, light pages, the architecture
+figure's links,
 and exercise solutions that stay folded until a reader opens them."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse
 import nbformat
 import pytest
 
-from browser import ROOT, BookServer, OfflineRoutes, find_chromium, launch
+from browser import ROOT, BookServer, OfflineRoutes, check_attention_view, find_chromium, launch
 
 pytestmark = pytest.mark.book
 
@@ -214,41 +215,44 @@ def test_moving_a_slider_changes_the_figure(browser_page, chapter):
     assert after and after != before, "the figure did not change"
 
 
-def test_translator_attention_widget_switches_figures(browser_page):
-    """Chapter 7's attention explorer: every control (kind buttons, layer and head sliders,
-    sentence dropdown) changes the one visible heatmap, in the static page."""
+def test_translator_attention_view_responds(browser_page):
+    """Chapter 7's attention view, in the static page: hovering, and every control."""
     server, _, page = browser_page
     assert not _visit(page, f"{server.url}notebooks/07_translator.html")
-    widget = page.locator(".attention-explorer").first
-    widget.scroll_into_view_if_needed()
+    view = page.locator(".tl-av").first
     shots = ROOT / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
-    seen = [_wait_for(lambda: _visible_image_digests(widget))]
-    assert len(seen[0]) == 1, f"expected one visible figure in the widget, saw {len(seen[0])}"
-    widget.screenshot(path=str(shots / "07_translator-cross.png"))
+    check_attention_view(page, view, shots, "07_translator-attention-view")
+    sentences = view.locator("select.tl-av-sentence option")
+    assert sentences.count() == 4
+    first = view.locator(".tl-av-head-view").inner_text()
+    view.locator("select.tl-av-sentence").select_option("1")
+    assert view.locator(".tl-av-head-view").inner_text() != first
+    view.screenshot(path=str(shots / "07_translator-attention-view-after.png"))
 
-    def changed():
-        now = _wait_for(lambda: (d := _visible_image_digests(widget)) not in seen and len(d) == 1 and d)
-        assert now, "the figure did not change"
-        seen.append(now)
 
-    widget.locator(".widget-toggle-buttons button", has_text="encoder self").click()
-    changed()
-    widget.screenshot(path=str(shots / "07_translator-encoder-self.png"))
-    widget.locator(".widget-toggle-buttons button", has_text="decoder self").click()
-    changed()
-    widget.screenshot(path=str(shots / "07_translator-decoder-self.png"))
-    sliders = widget.locator(".widget-slider")
-    assert sliders.count() == 2, "expected a layer and a head slider"
-    for slider in sliders.all():
-        slider.locator(".noUi-handle").first.focus()
-        page.keyboard.press("ArrowRight")
-        changed()
-    select = widget.locator(".widget-dropdown select")
-    select.select_option(index=1)
-    changed()
-    widget.screenshot(path=str(shots / "07_translator-after.png"))
-    assert len(set(map(tuple, seen))) == 6
+def test_multihead_attention_view_responds(browser_page):
+    server, _, page = browser_page
+    assert not _visit(page, f"{server.url}notebooks/02_multihead_attention.html")
+    check_attention_view(page, page.locator(".tl-av").first)
+
+
+def test_pages_are_light():
+    """No chapter page (its HTML and the images it loads from _images/) above 1.5 MB, and the
+    translator's at most a third of the 3.1 MB its image-stack explorer weighed."""
+    from bs4 import BeautifulSoup
+
+    weights = {}
+    for page in sorted((_built() / "notebooks").glob("*.html")):
+        soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+        images = {(page.parent / img["src"]).resolve() for img in soup.find_all("img", src=True)
+                  if not urlparse(img["src"]).scheme and not img["src"].startswith("data:")}
+        weights[page.stem] = page.stat().st_size + sum(p.stat().st_size for p in images
+                                                       if p.is_file())
+    print({name: f"{size / 1e6:.2f} MB" for name, size in weights.items()})
+    assert len(weights) == len(NOTEBOOKS)
+    assert max(weights.values()) <= 1.5e6, weights
+    assert weights["07_translator"] <= 3.1e6 / 3, weights
 
 
 def test_architecture_figure_links_each_box_to_its_chapter(browser_page):

@@ -28,7 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from browser import CHROMIUM_FLAGS, ROOT, find_chromium
+from browser import CHROMIUM_FLAGS, ROOT, check_attention_view, find_chromium
 from envs import environment, run
 
 pytestmark = pytest.mark.environment
@@ -226,6 +226,9 @@ def test_moving_a_slider_in_a_live_kernel_changes_the_figure(server, chromium, c
         assert folded["details"] == prose >= 1 and folded["open"] == 0, folded
         if server.front_end == "lab":
             assert folded["code"] == folded["folded"] == code, folded
+        if chapter == "02_multihead_attention":   # the attention view, drawn by its own script
+            check_attention_view(page, page.locator(".tl-av").first)
+            page.mouse.move(0, 0)
         slider = page.locator(".widget-slider, .widget-hslider").first
         slider.scroll_into_view_if_needed()
         widget = page.locator(".widget-vbox", has=slider).first
