@@ -23,3 +23,21 @@ def test_torch_is_pinned_in_one_place():
     pinned += [name for name in ("pyproject.toml", "requirements.txt", ".ci/run")
                if re.search(r"torch==\d", (ROOT / name).read_text())]
     assert pinned == [], f"torch pinned outside the Makefile: {pinned}"
+
+
+def test_the_wheel_carries_the_attention_viewers_script(tmp_path):
+    """Colab installs the package from git, not editable: the viewer's JavaScript must be in the
+    wheel (package data), or attention_view fails there."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    source = tmp_path / "src"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".venv*", "_build", ".vendor", ".git", "*.egg-info", "build", "__pycache__"))
+    subprocess.run([sys.executable, "-c", "from setuptools import build_meta; "
+                    f"build_meta.build_wheel({str(tmp_path)!r})"],
+                   cwd=source, check=True, capture_output=True)
+    wheel = next(tmp_path.glob("transformer_lib-*.whl"))
+    assert "transformer_lib/attention_view.js" in zipfile.ZipFile(wheel).namelist()

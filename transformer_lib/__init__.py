@@ -18,6 +18,8 @@ One concept per module:
 - :mod:`.rnn`         a GRU encoder-decoder with additive attention
 - :mod:`.checkup`     `doctor()`: a self-check of the set-up
 - :mod:`.architecture` the encoder-decoder drawn as SVG (the book's figure)
+- :mod:`.viz`         ``attention_view``: attention you can point at, as
+                      plain HTML and JavaScript (no kernel, no CDN)
 
 The translator pipeline: :mod:`.download` (finding and verifying the
 fra-eng pairs), :mod:`.data` (preprocessing, vocabularies, subsets,

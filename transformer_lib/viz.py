@@ -102,11 +102,13 @@ def _example_json(example: AttentionExample, index: int) -> dict:
     if not isinstance(example.weights, dict) or not example.weights:
         raise ValueError(f"{where}.weights must map a kind of attention "
                          f"to its layers, e.g. {{'cross': [...]}}")
+    unknown = set(example.weights) - set(KINDS)
+    if unknown:
+        raise ValueError(f"{where}.weights has an unknown kind "
+                         f"{sorted(unknown)[0]!r}; known: {sorted(KINDS)}")
     kinds = {}
-    for kind, layers in example.weights.items():
-        if kind not in KINDS:
-            raise ValueError(f"{where}.weights has an unknown kind "
-                             f"{kind!r}; known: {sorted(KINDS)}")
+    for kind in (k for k in KINDS if k in example.weights):  # cross first
+        layers = example.weights[kind]
         title, q_side, k_side = KINDS[kind]
         if tokens[q_side] is None or tokens[k_side] is None:
             raise ValueError(f"{where}.weights[{kind!r}] needs the "
