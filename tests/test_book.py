@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from browser import ROOT, BookServer, OfflineRoutes, check_attention_view, find_chromium, launch
+from test_notebooks import is_solution_code, repository
 
 pytestmark = pytest.mark.book
 
@@ -313,8 +314,8 @@ def test_solutions_stay_folded_until_opened(browser_page, chapter):
     server, _, page = browser_page
     assert not _visit(page, f"{server.url}notebooks/{chapter}.html")
     solutions = page.locator("details.solution")
-    code_cells = sum(c.source.startswith("# @title Solution")
-                     for c in nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", 4).cells)
+    code_cells = sum(map(is_solution_code,
+                         nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", 4).cells))
     toggles = page.locator(".tag_hide-cell", has=page.locator("pre", has_text="@title Solution"))
     assert solutions.count() >= 1 and toggles.count() == code_cells
     for i in range(solutions.count()):
@@ -335,8 +336,6 @@ def test_launch_buttons_follow_the_repository_in_the_config():
     """Every chapter's Colab button opens that chapter in the repository and branch that _config.yml
     names (scripts/set_repository.py sets them), and the repository button points there too."""
     from bs4 import BeautifulSoup
-
-    from test_notebooks import repository
 
     url, branch = repository()
     github = url.removeprefix("https://github.com/")

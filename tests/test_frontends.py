@@ -30,6 +30,7 @@ import pytest
 
 from browser import CHROMIUM_FLAGS, ROOT, check_attention_view, find_chromium
 from envs import environment, run
+from test_notebooks import is_solution_code, is_solution_prose
 
 pytestmark = pytest.mark.environment
 
@@ -193,10 +194,7 @@ SOLUTIONS = """(frontEnd) => {
 
 def _solution_counts(chapter: str) -> tuple[int, int]:
     cells = nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", as_version=4).cells
-    prose = sum(c.cell_type == "markdown" and c.source.startswith('<details class="solution">')
-                for c in cells)
-    code = sum(c.cell_type == "code" and c.source.startswith("# @title Solution") for c in cells)
-    return prose, code
+    return sum(map(is_solution_prose, cells)), sum(map(is_solution_code, cells))
 
 
 def _figure(widget):

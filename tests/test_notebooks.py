@@ -167,6 +167,15 @@ def test_no_measured_number_is_typed_into_the_prose():
 SOLUTION_CELL_TAG, SOLUTION_TITLE = "hide-cell", "# @title Solution"
 
 
+def is_solution_prose(cell) -> bool:
+    return cell.cell_type == "markdown" and cell.source.lstrip().startswith(
+        '<details class="solution">')
+
+
+def is_solution_code(cell) -> bool:
+    return cell.cell_type == "code" and cell.source.startswith(SOLUTION_TITLE)
+
+
 def test_solutions_are_folded_everywhere_and_their_code_runs_in_the_build():
     for path in NOTEBOOKS:
         cells = nbformat.read(path, as_version=4).cells
@@ -176,15 +185,14 @@ def test_solutions_are_folded_everywhere_and_their_code_runs_in_the_build():
             if cell.cell_type == "markdown":
                 # MyST's dropdown admonition shows as raw, unfolded text in a live front-end
                 assert ":class: dropdown" not in cell.source, f"{path.name}: a MyST dropdown"
-            elif cell.source.startswith(SOLUTION_TITLE):
+            elif is_solution_code(cell):
                 meta = cell.metadata
                 assert SOLUTION_CELL_TAG in meta.get("tags", []), f"{path.name}: {cell.source[:60]}"
                 assert meta.get("jupyter") == {"source_hidden": True, "outputs_hidden": True}
                 assert meta.get("cellView") == "form", f"{path.name}: {cell.source[:60]}"
         if exercises is None:
             continue
-        solutions = [c.source for c in cells[exercises:] if c.cell_type == "markdown"
-                     and c.source.lstrip().startswith('<details class="solution">')]
+        solutions = [c.source for c in cells[exercises:] if is_solution_prose(c)]
         assert solutions, f"{path.name}: exercises without solutions"
         for source in solutions:
             assert source.rstrip().endswith("</details>"), f"{path.name}: {source[:60]}"

@@ -86,5 +86,8 @@ def test_a_label_with_a_closing_tag_cannot_end_the_script():
 def test_bad_input_names_the_argument(example, message):
     with pytest.raises((ValueError, TypeError), match=message):
         attention_view(example)
+
+
+def test_an_empty_list_of_examples_is_refused():
     with pytest.raises(TypeError, match="examples must be"):
         attention_view([])

@@ -29,17 +29,22 @@ DECODER = [("Masked multi-head attention", "MultiHeadAttention(causal)",
 WIDTH, BOX_W, BOX_H, GAP = 620, 230, 38, 14
 
 
-def _box(x, y, label, cls, kind, href):
+def _linked(link, chapter, body):
+    """``body`` inside a link to ``chapter``'s page (none without
+    ``link``)."""
+    if link is None:
+        return body
+    return f'<a href="{escape(link(chapter))}" target="_top">{body}</a>'
+
+
+def _box(x, y, label, cls, kind):
     """One sub-layer: a rounded box with its name and its class."""
-    body = (f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" '
+    return (f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" '
             f'rx="6" fill="{COLOURS[kind]}" stroke="#444"/>'
             f'<text x="{x + BOX_W / 2}" y="{y + 16}" class="label">'
             f'{escape(label)}</text>'
             f'<text x="{x + BOX_W / 2}" y="{y + 31}" class="cls">'
             f'{escape(cls)}</text>')
-    if href is None:
-        return body
-    return f'<a href="{escape(href)}" target="_top">{body}</a>'
 
 
 def _arrow(x, y1, y2):
@@ -53,8 +58,7 @@ def _column(x, bottom, layers, link):
     parts, y, centre, ys = [], bottom, x + BOX_W / 2, []
     for i, (label, cls, kind, chapter) in enumerate(layers):
         y -= BOX_H
-        href = None if link is None else link(chapter)
-        parts.append(_box(x, y, label, cls, kind, href))
+        parts.append(_linked(link, chapter, _box(x, y, label, cls, kind)))
         ys.append(y)
         if i + 1 < len(layers):
             parts.append(_arrow(centre, y, y - GAP + 2))
@@ -74,14 +78,15 @@ def architecture_svg(link: Callable[[str], str] | None = None) -> str:
               "05_positional_encoding")]
     parts = []
     tops = {}
-    for side, x, layers, word in (("enc", left, ENCODER, "source"),
-                                  ("dec", right, DECODER, "target")):
+    sides = (("enc", left, ENCODER, "source", "source ids (B, S)",
+              "TransformerEncoderBlock"),
+             ("dec", right, DECODER, "target",
+              "target ids, shifted right (B, T)", "TransformerDecoderBlock"))
+    for side, x, layers, word, inputs, block in sides:
         centre = x + BOX_W / 2
         # inputs at the bottom, then embedding + positional encoding
         embed = [(f"Embedding × √d ({word})", "EmbeddedBlockStack.embed",
                   "embedding", "05_positional_encoding")] + stage
-        inputs = ("source ids (B, S)" if side == "enc"
-                  else "target ids, shifted right (B, T)")
         parts.append(f'<text x="{centre}" y="{height - 12}" class="label">'
                      f'{inputs}</text>')
         parts.append(_arrow(centre, height - 28, height - 44))
@@ -92,13 +97,9 @@ def architecture_svg(link: Callable[[str], str] | None = None) -> str:
         p, ys = _column(x, top - 2 * GAP - 10, layers, link)
         block_top = ys[-1]
         frame_y, frame_h = block_top - 28, top - block_top - 2 * GAP + 28
-        block = "TransformerEncoderBlock" if side == "enc" else \
-            "TransformerDecoderBlock"
-        href = None if link is None else link("06_encoder_decoder")
-        caption = (f'<text x="{x - 6}" y="{frame_y + 17}" class="frame">'
-                   f'{block} × N</text>')
-        if href is not None:
-            caption = f'<a href="{escape(href)}" target="_top">{caption}</a>'
+        caption = _linked(link, "06_encoder_decoder",
+                          f'<text x="{x - 6}" y="{frame_y + 17}" '
+                          f'class="frame">{block} × N</text>')
         parts += [f'<rect x="{x - 14}" y="{frame_y}" width="{BOX_W + 28}" '
                   f'height="{frame_h}" rx="10" fill="none" stroke="#888" '
                   f'stroke-dasharray="5,4"/>', caption] + p
