@@ -52,6 +52,104 @@ def test_decoder_block_matches_torch_decoder_layer():
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
 
 
+def _pre_norm_encoder_block_into_torch(ours, ref):
+    mha_into_torch(ours.attention, ref.self_attn)
+    ref.linear1.load_state_dict(ours.ffn.dense1.state_dict())
+    ref.linear2.load_state_dict(ours.ffn.dense2.state_dict())
+    ref.norm1.load_state_dict(ours.norm1.state_dict())
+    ref.norm2.load_state_dict(ours.norm2.state_dict())
+
+
+def _pre_norm_decoder_block_into_torch(ours, ref):
+    mha_into_torch(ours.attention1, ref.self_attn)
+    mha_into_torch(ours.attention2, ref.multihead_attn)
+    ref.linear1.load_state_dict(ours.ffn.dense1.state_dict())
+    ref.linear2.load_state_dict(ours.ffn.dense2.state_dict())
+    for i in (1, 2, 3):
+        getattr(ref, f"norm{i}").load_state_dict(getattr(ours, f"norm{i}").state_dict())
+
+
+def test_pre_norm_encoder_block_matches_torch_norm_first_layer():
+    ours = randomize_(tl.PreNormEncoderBlock(D, F, H, dropout=0.1, use_bias=True)).eval()
+    ref = nn.TransformerEncoderLayer(D, H, F, dropout=0.1, batch_first=True, norm_first=True).eval()
+    _pre_norm_encoder_block_into_torch(ours, ref)
+    X = torch.randn(B, S, D)
+    valid_lens = torch.tensor([7, 4, 1])
+    pad = torch.arange(S)[None, :] >= valid_lens[:, None]
+    with torch.no_grad():
+        expected = ref(X, src_key_padding_mask=pad)
+        got = ours(X, valid_lens)
+        post_norm = ref.norm2(ref.norm1(X))       # what the other order would start from
+    keep = ~pad
+    torch.testing.assert_close(got[keep], expected[keep], atol=1e-5, rtol=1e-4)
+    assert not torch.allclose(got, post_norm, atol=1e-2)
+
+
+def test_pre_norm_decoder_block_matches_torch_norm_first_layer():
+    ours = randomize_(tl.PreNormDecoderBlock(D, F, H, dropout=0.1, use_bias=True)).eval()
+    ref = nn.TransformerDecoderLayer(D, H, F, dropout=0.1, batch_first=True, norm_first=True).eval()
+    _pre_norm_decoder_block_into_torch(ours, ref)
+    X, memory = torch.randn(B, T, D), torch.randn(B, S, D)
+    enc_valid_lens = torch.tensor([7, 3, 5])
+    memory_pad = torch.arange(S)[None, :] >= enc_valid_lens[:, None]
+    causal = nn.Transformer.generate_square_subsequent_mask(T)
+    with torch.no_grad():
+        expected = ref(X, memory, tgt_mask=causal, memory_key_padding_mask=memory_pad, tgt_is_causal=True)
+        got = ours(X, memory, enc_valid_lens)
+        # the post-norm layer with the same weights computes something else
+        post = nn.TransformerDecoderLayer(D, H, F, batch_first=True).eval()
+        post.load_state_dict(ref.state_dict())
+        other = post(X, memory, tgt_mask=causal, memory_key_padding_mask=memory_pad, tgt_is_causal=True)
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
+    assert (got - other).abs().max() > 0.1
+
+
+def test_pre_norm_stacks_match_torch_with_a_final_norm():
+    """Our pre-norm encoder and decoder after the embedding = nn.TransformerEncoder/Decoder of
+    norm_first layers with a final LayerNorm (as nn.Transformer builds them)."""
+    vocab, blocks = 40, 3
+    enc = randomize_(tl.TransformerEncoder(vocab, D, F, H, blocks, 0.1, True, norm_first=True)).eval()
+    dec = randomize_(tl.TransformerDecoder(vocab, D, F, H, blocks, 0.1, True, norm_first=True)).eval()
+    enc_layer = nn.TransformerEncoderLayer(D, H, F, batch_first=True, norm_first=True)
+    dec_layer = nn.TransformerDecoderLayer(D, H, F, batch_first=True, norm_first=True)
+    ref_enc = nn.TransformerEncoder(enc_layer, blocks, norm=nn.LayerNorm(D),
+                                    enable_nested_tensor=False).eval()
+    ref_dec = nn.TransformerDecoder(dec_layer, blocks, norm=nn.LayerNorm(D)).eval()
+    for ours, ref in zip(enc.blks, ref_enc.layers, strict=True):
+        _pre_norm_encoder_block_into_torch(ours, ref)
+    for ours, ref in zip(dec.blks, ref_dec.layers, strict=True):
+        _pre_norm_decoder_block_into_torch(ours, ref)
+    ref_enc.norm.load_state_dict(enc.final_norm.state_dict())
+    ref_dec.norm.load_state_dict(dec.final_norm.state_dict())
+    src, tgt = torch.randint(0, vocab, (B, S)), torch.randint(0, vocab, (B, T))
+    src_lens = torch.tensor([7, 4, 2])
+    pad = torch.arange(S)[None, :] >= src_lens[:, None]
+    causal = nn.Transformer.generate_square_subsequent_mask(T)
+    with torch.no_grad():
+        memory = enc(src, src_lens)
+        expected_memory = ref_enc(enc.embed(src), src_key_padding_mask=pad)
+        torch.testing.assert_close(memory[~pad], expected_memory[~pad], atol=1e-5, rtol=1e-4)
+        expected = dec.dense(ref_dec(dec.embed(tgt), memory, tgt_mask=causal, tgt_is_causal=True,
+                                     memory_key_padding_mask=pad))
+        torch.testing.assert_close(dec(tgt, memory, src_lens), expected, atol=1e-5, rtol=1e-4)
+        assert not torch.allclose(memory, ref_enc.layers[-1](ref_enc.layers[0](enc.embed(src))),
+                                  atol=1e-2)  # the final norm is applied
+
+
+def test_post_norm_stacks_have_no_final_norm_parameters():
+    """Post-norm keeps d2l's parameter names (its state dicts load unchanged); pre-norm adds one
+    LayerNorm per stack."""
+    post = tl.Transformer(tl.TransformerConfig(20, 20, num_hiddens=16, ffn_num_hiddens=32))
+    pre = tl.Transformer(tl.TransformerConfig(20, 20, num_hiddens=16, ffn_num_hiddens=32,
+                                              norm_first=True))
+    assert not [k for k in post.state_dict() if "final_norm" in k]
+    assert sorted(k for k in pre.state_dict() if "final_norm" in k) == [
+        "decoder.final_norm.bias", "decoder.final_norm.weight",
+        "encoder.final_norm.bias", "encoder.final_norm.weight"]
+    # the same number of LayerNorms per block: 2 + 3, norm1.. in place of addnorm1.ln..
+    assert pre.num_parameters() == post.num_parameters() + 2 * 2 * 16
+
+
 def test_ffn_matches_d2l(d2l):
     ref = d2l.PositionWiseFFN(F, 8)
     X = torch.randn(B, T, D)

@@ -8,11 +8,11 @@ import transformer_lib as tl
 SRC_VOCAB, TGT_VOCAB = 40, 35
 
 
-@pytest.fixture
-def model():
+@pytest.fixture(params=[False, True], ids=["post-norm", "pre-norm"])
+def model(request):
     torch.manual_seed(0)
     config = tl.TransformerConfig(SRC_VOCAB, TGT_VOCAB, num_hiddens=32, ffn_num_hiddens=64, num_heads=4,
-                                  num_enc_blks=2, num_dec_blks=3, dropout=0.1)
+                                  num_enc_blks=2, num_dec_blks=3, dropout=0.1, norm_first=request.param)
     return tl.Transformer(config).eval()
 
 

@@ -77,6 +77,14 @@ CASES = {
         (lambda: tl.TransformerConfig(10, 10, num_hiddens=30, num_heads=4), ValueError, "num_heads"),
     "config with zero blocks":
         (lambda: tl.TransformerConfig(10, 10, num_enc_blks=0), ValueError, "num_enc_blks"),
+    "pre-norm config with BatchNorm":
+        (lambda: tl.TransformerConfig(10, 10, norm="batch", norm_first=True), ValueError,
+         "norm_first=True .* norm must be 'layer'"),
+    "pre-norm block with BatchNorm":
+        (lambda: tl.TransformerEncoder(10, D, 32, 4, 1, norm="batch", norm_first=True), ValueError,
+         "norm must be 'layer'"),
+    "norm_first not a bool":
+        (lambda: tl.TransformerConfig(10, 10, norm_first="yes"), TypeError, "norm_first"),
     "greedy decoding of zero steps":
         (lambda: tl.greedy_decode(model, tokens, bos_id=1, max_len=0), ValueError, "max_len"),
     "not a tensor": (lambda: mha(X.tolist(), X, X), TypeError, "queries must be a torch.Tensor"),

@@ -2,6 +2,7 @@
 
 import math
 
+import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
@@ -56,15 +57,19 @@ def test_masked_weights_are_exactly_zero(case, dtype):
     assert torch.equal(W[~keep], torch.zeros_like(W[~keep]))
 
 
-# One small encoder-decoder, shared by the examples (built once: hypothesis varies the data).
+# Small encoder-decoders, post-norm (the paper) and pre-norm, shared by the examples (built once:
+# hypothesis varies the data).
 torch.manual_seed(0)
 SRC_VOCAB, TGT_VOCAB = 30, 25
-MODEL = tl.Transformer(tl.TransformerConfig(SRC_VOCAB, TGT_VOCAB, num_hiddens=16, ffn_num_hiddens=32,
-                                            num_heads=4, num_enc_blks=2, num_dec_blks=2, dropout=0.2))
+MODELS = {layout: tl.Transformer(tl.TransformerConfig(
+    SRC_VOCAB, TGT_VOCAB, num_hiddens=16, ffn_num_hiddens=32, num_heads=4, num_enc_blks=2,
+    num_dec_blks=2, dropout=0.2, norm_first=layout == "pre-norm")) for layout in ("post-norm", "pre-norm")}
+LAYOUTS = pytest.mark.parametrize("layout", list(MODELS))
 
 
+@LAYOUTS
 @given(st.integers(0, 2**31 - 1), st.integers(1, 3), st.integers(2, 8), st.data(), st.booleans())
-def test_no_future_leakage(seed, B, T, data, training):
+def test_no_future_leakage(layout, seed, B, T, data, training):
     """Changing target tokens after position t leaves the logits at positions <= t unchanged,
     in training mode (dropout on, same random stream) and in evaluation mode."""
     t = data.draw(st.integers(0, T - 2))
@@ -74,27 +79,30 @@ def test_no_future_leakage(seed, B, T, data, training):
     tgt = torch.randint(0, TGT_VOCAB, (B, T), generator=g)
     changed = tgt.clone()
     changed[:, t + 1:] = torch.randint(0, TGT_VOCAB, (B, T - t - 1), generator=g)
-    MODEL.train(training)
+    model = MODELS[layout]
+    model.train(training)
     outputs = []
     for y in (tgt, changed):
         torch.manual_seed(seed)
         with torch.no_grad():
-            outputs.append(MODEL(src, y, src_lens))
-    MODEL.eval()
+            outputs.append(model(src, y, src_lens))
+    model.eval()
     torch.testing.assert_close(outputs[0][:, :t + 1], outputs[1][:, :t + 1], atol=1e-5, rtol=1e-5)
 
 
+@LAYOUTS
 @given(st.integers(0, 2**31 - 1), st.integers(1, 3), st.integers(1, 6), st.integers(1, 5))
-def test_appending_padding_leaves_valid_outputs_unchanged(seed, B, S, extra):
+def test_appending_padding_leaves_valid_outputs_unchanged(layout, seed, B, S, extra):
+    model = MODELS[layout]
     g = torch.Generator().manual_seed(seed)
     src = torch.randint(0, SRC_VOCAB, (B, S), generator=g)
     src_lens = torch.randint(1, S + 1, (B,), generator=g)
     padded = torch.cat([src, torch.randint(0, SRC_VOCAB, (B, extra), generator=g)], dim=1)
     tgt = torch.randint(0, TGT_VOCAB, (B, 4), generator=g)
-    MODEL.eval()
+    model.eval()
     with torch.no_grad():
-        enc, enc_padded = MODEL.encoder(src, src_lens), MODEL.encoder(padded, src_lens)
-        logits, logits_padded = MODEL(src, tgt, src_lens), MODEL(padded, tgt, src_lens)
+        enc, enc_padded = model.encoder(src, src_lens), model.encoder(padded, src_lens)
+        logits, logits_padded = model(src, tgt, src_lens), model(padded, tgt, src_lens)
     keep = torch.arange(S)[None, :] < src_lens[:, None]
     torch.testing.assert_close(enc[keep], enc_padded[:, :S][keep], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(logits, logits_padded, atol=1e-5, rtol=1e-5)

@@ -13,7 +13,8 @@ One concept per module:
 - :mod:`.addnorm`     residual connection + LayerNorm
 - :mod:`.positional`  sinusoidal positional encoding
 - :mod:`.stack`       embeddings + positional encoding + N blocks
-- :mod:`.encoder`, :mod:`.decoder`, :mod:`.model`: the encoder-decoder
+- :mod:`.encoder`, :mod:`.decoder`, :mod:`.model`: the encoder-decoder,
+                      post-norm (the paper) or pre-norm (``norm_first``)
 - :mod:`.decoding`    greedy decoding and beam search
 - :mod:`.rnn`         a GRU encoder-decoder with additive attention
 - :mod:`.checkup`     `doctor()`: a self-check of the set-up
@@ -32,11 +33,12 @@ from .addnorm import AddNorm
 from .attention import (AdditiveAttention, DotProductAttention,
                         attention_mask, masked_softmax,
                         scaled_dot_product_attention)
-from .decoder import (BlockCache, DecoderCache, TransformerDecoder,
-                      TransformerDecoderBlock)
+from .decoder import (BlockCache, DecoderCache, PreNormDecoderBlock,
+                      TransformerDecoder, TransformerDecoderBlock)
 from .decoding import beam_search, greedy_decode
 from .checkup import doctor
-from .encoder import TransformerEncoder, TransformerEncoderBlock
+from .encoder import (PreNormEncoderBlock, TransformerEncoder,
+                      TransformerEncoderBlock)
 from .ffn import PositionWiseFFN
 from .layouts import (FusedSelfAttention, PostNormMultiHeadAttention,
                       fused_from_separate, post_norm_from_separate,
@@ -53,6 +55,7 @@ __all__ = [
     "DecoderCache", "DotProductAttention", "EncoderDecoder",
     "FusedSelfAttention", "KVCache", "MultiHeadAttention",
     "PositionWiseFFN", "PositionalEncoding", "PostNormMultiHeadAttention",
+    "PreNormDecoderBlock", "PreNormEncoderBlock",
     "Transformer", "TransformerConfig", "TransformerDecoder",
     "TransformerDecoderBlock", "TransformerEncoder",
     "TransformerEncoderBlock", "attention_mask", "beam_search", "doctor",

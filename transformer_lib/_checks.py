@@ -104,3 +104,10 @@ def check_valid_lens(name: str, valid_lens, X: torch.Tensor) -> None:
             f"{name} must lie in [0, {X.shape[1]}] (the sequence length), "
             f"got values from {int(valid_lens.min())} to "
             f"{int(valid_lens.max())}")
+
+
+def check_pre_norm(norm: str) -> None:
+    """The pre-norm blocks (``norm_first=True``) have LayerNorm only."""
+    if norm != "layer":
+        raise ValueError(f"norm_first=True (pre-norm) uses LayerNorm: "
+                         f"norm must be 'layer', got {norm!r}")

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ._checks import check_tensor, check_token_ids, check_valid_lens
+from ._checks import (check_pre_norm, check_tensor, check_token_ids,
+                      check_valid_lens)
 from .addnorm import AddNorm
 from .ffn import PositionWiseFFN
 from .multihead import KVCache, MultiHeadAttention
@@ -49,6 +50,38 @@ class TransformerDecoderBlock(nn.Module):
         return self.addnorm3(Z, self.ffn(Z))
 
 
+class PreNormDecoderBlock(nn.Module):
+    """The pre-norm layout of :class:`TransformerDecoderBlock`: each of its
+    three sub-layers reads a LayerNorm of the residual stream and adds its
+    output to it (``nn.TransformerDecoderLayer(norm_first=True)``).  The
+    memory is the encoder's output, already normalised by the encoder's
+    final LayerNorm.  Arguments as for :class:`TransformerDecoderBlock`;
+    ``norm`` must be ``"layer"``."""
+
+    def __init__(self, num_hiddens: int, ffn_num_hiddens: int,
+                 num_heads: int, dropout: float = 0.0,
+                 use_bias: bool = False, norm: str = "layer"):
+        super().__init__()
+        check_pre_norm(norm)
+        d, h = num_hiddens, num_heads
+        self.norm1 = nn.LayerNorm(d)
+        self.attention1 = MultiHeadAttention(d, h, dropout, use_bias)
+        self.norm2 = nn.LayerNorm(d)
+        self.attention2 = MultiHeadAttention(d, h, dropout, use_bias)
+        self.norm3 = nn.LayerNorm(d)
+        self.ffn = PositionWiseFFN(ffn_num_hiddens, d)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, X, M, valid_lens=None, *, kv1=None, kv2=None):
+        """As :meth:`TransformerDecoderBlock.forward`: X ``(B, T, d)``,
+        M ``(B, S, d)`` -> ``(B, T, d)``."""
+        H = self.norm1(X)                                      # (B, T, d)
+        X = X + self.dropout(self.attention1(H, H, H, causal=True, kv=kv1))
+        H = self.norm2(X)
+        X = X + self.dropout(self.attention2(H, M, M, valid_lens, kv=kv2))
+        return X + self.dropout(self.ffn(self.norm3(X)))
+
+
 @dataclass
 class BlockCache:
     """One decoder block's caches: its self-attention's (growing, ``kv1``)
@@ -79,6 +112,7 @@ class TransformerDecoder(EmbeddedBlockStack):
     logits ``(B, T, vocab_size)``."""
 
     block_class = TransformerDecoderBlock
+    pre_norm_block_class = PreNormDecoderBlock
 
     def __init__(self, vocab_size: int, num_hiddens: int, *args, **kwargs):
         """Arguments as for :class:`TransformerEncoder`; the decoder adds
@@ -119,4 +153,4 @@ class TransformerDecoder(EmbeddedBlockStack):
             H = blk(H, memory, valid_lens, kv1=c.kv1, kv2=c.kv2)
         if cache is not None:
             cache.length += X.shape[1]
-        return self.dense(H)                                   # (B, T, V)
+        return self.dense(self.final_norm(H))                  # (B, T, V)

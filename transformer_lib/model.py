@@ -10,7 +10,8 @@ import torch
 from torch import nn
 
 from ._checks import (check_heads_divide, check_positive_int,
-                      check_probability, check_token_ids, check_valid_lens)
+                      check_pre_norm, check_probability, check_token_ids,
+                      check_valid_lens)
 from .decoder import TransformerDecoder
 from .encoder import TransformerEncoder
 from .record import record_attention
@@ -44,6 +45,7 @@ class TransformerConfig:
     use_bias: bool = False
     max_len: int = 1000
     norm: str = "layer"  # "batch": BatchNorm in every Add & Norm (chapter 4)
+    norm_first: bool = False  # True: pre-norm blocks, a final LayerNorm
 
     def __post_init__(self):
         for name in ("src_vocab_size", "tgt_vocab_size", "ffn_num_hiddens",
@@ -57,6 +59,11 @@ class TransformerConfig:
         if self.norm not in ("layer", "batch"):
             raise ValueError(f"norm must be 'layer' or 'batch', "
                              f"got {self.norm!r}")
+        if not isinstance(self.norm_first, bool):
+            raise TypeError(f"norm_first must be True or False, "
+                            f"got {self.norm_first!r}")
+        if self.norm_first:
+            check_pre_norm(self.norm)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -132,11 +139,11 @@ class Transformer(EncoderDecoder):
             TransformerEncoder(c.src_vocab_size, c.num_hiddens,
                                c.ffn_num_hiddens, c.num_heads,
                                c.num_enc_blks, c.dropout, c.use_bias,
-                               c.max_len, c.norm),
+                               c.max_len, c.norm, c.norm_first),
             TransformerDecoder(c.tgt_vocab_size, c.num_hiddens,
                                c.ffn_num_hiddens, c.num_heads,
                                c.num_dec_blks, c.dropout, c.use_bias,
-                               c.max_len, c.norm))
+                               c.max_len, c.norm, c.norm_first))
         self.config = config
         self.apply(self._init_weights)
 
