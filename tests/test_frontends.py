@@ -152,8 +152,10 @@ def _run_all(page, front_end: str, chapter: str):
     """Run every cell as a reader does, and wait until the last one has run."""
     if front_end == "lab":
         path = f"{chapter}.ipynb"
-        page.wait_for_function(f"(path) => !!({LAB_NOTEBOOK})(path)", arg=path, timeout=120_000)
-        page.evaluate(f"(path) => window.jupyterapp.shell.activateById(({LAB_NOTEBOOK})(path).id)", path)
+        # find and activate in one call: the kernel can be busy again a moment after it was idle
+        page.wait_for_function(f"(path) => {{ const nb = ({LAB_NOTEBOOK})(path); if (!nb) return false;"
+                               " window.jupyterapp.shell.activateById(nb.id); return true; }",
+                               arg=path, timeout=120_000)
         page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")  # Run > Run All
         page.wait_for_function(f"(path) => {{ const nb = ({LAB_NOTEBOOK})(path); if (!nb) return false;"
                                " const cells = nb.content.model.cells;"
