@@ -43,7 +43,13 @@ $(LIBRARY_STAMP): $(wildcard transformer_lib/*.py)
 	rm -rf _build/.jupyter_cache
 	mkdir -p _build && touch $@
 
+# Chapter 7 writes the exported model into _extra/translator/ when it runs; a cached chapter
+# does not run, so the cache is dropped when those files are missing. ONNX Runtime Web, which
+# the page loads from ort/ (copied from _extra/ort/), is fetched from npm (pinned version and
+# checksum).
 book: setup $(LIBRARY_STAMP)
+	$(PY) scripts/fetch_onnxruntime_web.py
+	@test -f _extra/translator/translator.json || rm -rf _build/.jupyter_cache
 	$(VENV)/bin/jupyter-book build . --all -W --keep-going
 
 # The widget and math JavaScript the book loads from a CDN, fetched from npm for the offline

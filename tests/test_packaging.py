@@ -25,9 +25,9 @@ def test_torch_is_pinned_in_one_place():
     assert pinned == [], f"torch pinned outside the Makefile: {pinned}"
 
 
-def test_the_wheel_carries_the_attention_viewers_script(tmp_path):
+def test_the_wheel_carries_the_scripts_of_the_viewer_and_the_translator(tmp_path):
     """Colab installs the package from git, not editable: the viewer's JavaScript must be in the
-    wheel (package data), or attention_view fails there."""
+    wheel (package data), or attention_view and translator_box fail there."""
     import shutil
     import subprocess
     import sys
@@ -35,9 +35,10 @@ def test_the_wheel_carries_the_attention_viewers_script(tmp_path):
 
     source = tmp_path / "src"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".venv*", "_build", ".vendor", ".git", "*.egg-info", "build", "__pycache__"))
+        ".venv*", "_build", ".vendor", "_extra", ".git", "*.egg-info", "build", "__pycache__"))
     subprocess.run([sys.executable, "-c", "from setuptools import build_meta; "
                     f"build_meta.build_wheel({str(tmp_path)!r})"],
                    cwd=source, check=True, capture_output=True)
     wheel = next(tmp_path.glob("transformer_lib-*.whl"))
-    assert "transformer_lib/attention_view.js" in zipfile.ZipFile(wheel).namelist()
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {"transformer_lib/attention_view.js", "transformer_lib/translator.js"} <= set(names)

@@ -21,6 +21,8 @@ One concept per module:
 - :mod:`.architecture` the encoder-decoder drawn as SVG (the book's figure)
 - :mod:`.viz`         ``attention_view``: attention you can point at, as
                       plain HTML and JavaScript (no kernel, no CDN)
+- :mod:`.export`, :mod:`.web`: the trained translator as ONNX graphs, and
+                      a page box that runs them in the reader's browser
 
 The translator pipeline: :mod:`.download` (finding and verifying the
 fra-eng pairs), :mod:`.data` (preprocessing, vocabularies, subsets,

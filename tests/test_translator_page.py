@@ -1,0 +1,181 @@
+"""Chapter 7's in-browser translator, in the built book, in headless Chromium, offline: the page
+loads nothing of the model until the first click; then its translations of held-out sentences
+equal the library's greedy decoding token for token, the cross-attention it shows equals the
+library's to 1e-3, and its preprocessing equals ``transformer_lib.data.preprocess``.
+
+The reference is the model the page runs: chapter 7 saves it (float16-rounded, as exported) to
+``_build/translator/exported.ckpt`` with its held-out sentences.  The test prints the timings and
+the bytes the page downloads before and after the first click."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from browser import ROOT, BookServer, OfflineRoutes, find_chromium, launch
+from test_book import KNOWN_HARMLESS, _built
+
+pytestmark = pytest.mark.book
+
+CHECKPOINT = ROOT / "_build" / "translator" / "exported.ckpt"
+PAGE = "notebooks/07_translator.html"
+NUM_SENTENCES = 60
+TRICKY = [
+    "Go.", "I'm home!", "Hello,world", "What?!", "  spaces   everywhere  ", "Tab\there",
+    "Non\u00a0breaking\u202fspaces .", "ÉCOLE Ærø İstanbul ΣΟΦΟΣ", "émoji 😀, ok?", "?leading",
+    "a..b", ",", "Ünïcödé!!", "mixed CASE, words.", "new\nline", "",
+]
+
+
+def _ours(errors):
+    return [e for e in errors if not any(rx.search(e) for rx in KNOWN_HARMLESS.values())]
+
+
+def _reference():
+    from transformer_lib.checkpoint import load_checkpoint
+
+    if not CHECKPOINT.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHECKPOINT} is missing: chapter 7 writes it in the book build")
+        pytest.skip("no exported model: build the book (`make book`)")
+    return load_checkpoint(CHECKPOINT)
+
+
+@pytest.fixture(scope="module")
+def translator_page(tmp_path_factory):
+    if find_chromium() is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: `make test` installs it with apt-get (Debian)")
+        pytest.skip("no Chromium on this machine (install the `chromium` package)")
+    from playwright.sync_api import sync_playwright
+
+    html = _built()
+    with BookServer(html) as server, sync_playwright() as playwright:
+        context = launch(playwright, tmp_path_factory.mktemp("chromium-translator"))
+        routes = OfflineRoutes(server.url)
+        context.route("**/*", routes)
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        received = []       # (url, bytes) of every response
+        errors = []
+        page.on("response", lambda r: received.append((r.url, len(r.body()) if r.ok else 0)))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        yield server, routes, page, received, errors
+        context.close()
+
+
+def _translate(page, box, sentence):
+    done = box.evaluate("b => b.tlDone || 0")
+    box.locator(".tl-tr-input").fill(sentence)
+    started = time.perf_counter()
+    box.locator(".tl-tr-button").click()
+    page.wait_for_function("([b, n]) => (b.tlDone || 0) > n", arg=[box.element_handle(), done])
+    seconds = time.perf_counter() - started
+    return box.evaluate("b => ({result: b.tlResult, error: b.tlError || null, "
+                        "status: b.querySelector('.tl-tr-status').textContent})"), seconds
+
+
+def test_the_page_translates_like_the_library(translator_page):
+    from transformer_lib.data import preprocess, tokenize
+    from transformer_lib.translate import decode_ids, translate_with_attention
+
+    server, routes, page, received, errors = translator_page
+    model, src_vocab, tgt_vocab, extra = _reference()
+    sentences = extra["held_out"][:NUM_SENTENCES]
+    assert len(sentences) == NUM_SENTENCES
+
+    page.goto(server.url + PAGE, wait_until="networkidle")
+    before = sum(size for _, size in received)
+    box = page.locator(".tl-tr")
+    assert box.count() == 1
+    box.scroll_into_view_if_needed()
+    assert not [u for u, _ in received if "/ort/" in u or "/translator/" in u]
+
+    # The JavaScript preprocessing is the library's, on awkward inputs.
+    for text in TRICKY:
+        js = box.evaluate("(b, t) => [b.tlPreprocess(t), b.tlTokens(t)]", text)
+        assert js == [preprocess(text), tokenize(preprocess(text))], text
+
+    # Empty input: a message, no error, and still nothing loaded.
+    for text in ["", "   "]:
+        state, _ = _translate(page, box, text)
+        assert state["error"] is None and "Type an English sentence" in state["status"]
+    assert not [u for u, _ in received if "/ort/" in u]
+
+    # Held-out sentences, as a reader would type them (capitalised, punctuation attached).
+    timings = []
+    for i, sentence in enumerate(sentences):
+        typed = sentence[:1].upper() + sentence[1:]
+        state, seconds = _translate(page, box, typed)
+        timings.append(seconds)
+        assert state["error"] is None, state["error"]
+        result = state["result"]
+        source = tokenize(preprocess(typed))
+        assert result["source"] == source
+        [want] = decode_ids(model, [source], src_vocab, tgt_vocab)
+        assert result["ids"] == want, (typed, result["tokens"], tgt_vocab.to_tokens(want))
+        attended = translate_with_attention(model, typed, src_vocab, tgt_vocab)
+        expected = np.stack([w.numpy() for w in attended.weights["cross"]])  # (L, h, T, S)
+        shown = np.array(result["cross"]).transpose(1, 2, 0, 3)                # same order
+        assert shown.shape == expected.shape
+        assert np.abs(shown - expected).max() < 1e-3
+        unknown = [t for t in source if src_vocab[t] == src_vocab.unk]
+        assert result["unknown"] == unknown
+        if i == 0:
+            after_first = sum(size for _, size in received)
+        assert box.locator(".tl-tr-output").inner_text() == (result["text"] or
+                                                              "(the empty sentence)")
+    # the viewer shows the last translation: one row per output token
+    view = box.locator(".tl-tr-view .tl-av-matrix-view")
+    assert view.count() == 1
+
+    # A word the model never saw is shown as such.
+    state, _ = _translate(page, box, "I am a xylophonist.")
+    assert "xylophonist" in state["result"]["unknown"]
+    assert "xylophonist" in box.locator(".tl-tr-status").inner_text()
+
+    # A screenshot of a translated sentence with its attention.
+    state, _ = _translate(page, box, sentences[1][:1].upper() + sentences[1][1:])
+    shots = ROOT / "_build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    box.screenshot(path=str(shots / "07_translator-in-browser.png"))
+
+    assert not routes.refused, routes.refused
+    assert not _ours(errors), errors
+    runtime = {u.rsplit("/", 1)[-1]: size for u, size in received
+               if "/ort/" in u or "/translator/" in u}
+    print(f"\nbytes before the first click: {before:,}; after the first translation: "
+          f"{after_first:,} (+{after_first - before:,}: {runtime})")
+    print(f"first click to translation, loading included: {timings[0]:.2f} s; later calls: "
+          f"median {np.median(timings[1:]):.3f} s, max {max(timings[1:]):.3f} s "
+          f"({len(timings) - 1} sentences)")
+
+
+@pytest.mark.parametrize("failure", ["no WebAssembly", "runtime missing", "model missing"])
+def test_a_clear_message_when_the_translator_cannot_run(translator_page, failure):
+    server, routes, page, received, errors = translator_page
+    context = page.context
+    other = context.new_page()
+    page_errors = []
+    other.on("pageerror", lambda e: page_errors.append(str(e)))
+    if failure == "no WebAssembly":
+        other.add_init_script("delete window.WebAssembly;")
+    else:
+        missing = "**/ort/*" if failure == "runtime missing" else "**/translator.json"
+        other.route(missing, lambda route: route.fulfill(status=404, body=b""))
+    try:
+        other.goto(server.url + PAGE, wait_until="networkidle")
+        box = other.locator(".tl-tr")
+        box.locator(".tl-tr-button").click()
+        other.wait_for_function("b => (b.tlDone || 0) > 0", arg=box.element_handle())
+        status = box.locator(".tl-tr-status").inner_text()
+    finally:
+        other.close()
+    assert status.startswith("The translator could not run here")
+    expected = {"no WebAssembly": "WebAssembly", "runtime missing": "ort.wasm.min.js",
+                "model missing": "translator.json"}[failure]
+    assert expected in status
+    assert not _ours(page_errors), page_errors

@@ -1,0 +1,199 @@
+"""The trained translator for the browser: ONNX graphs of the encoder and
+of one greedy decoding step, which also returns that step's
+cross-attention weights, and the vocabularies and decoding settings as
+JSON.  The book's page runs them with ONNX Runtime Web
+(``translator.js``), with no server and no kernel.
+
+The weights are stored as float16 and cast to float32 inside the graph, so
+the files are half the size and every product is still float32.  The
+exported model is therefore exactly the PyTorch model with its parameters
+rounded to float16: :func:`export_translator` returns that model too, so
+that its translations and its BLEU can be compared with the page's and
+with the original's.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .data import SPECIAL_TOKENS, Vocab
+from .record import record_attention
+
+ENCODER_FILE = "encoder.onnx"
+DECODER_FILE = "decoder_step.onnx"
+CONFIG_FILE = "translator.json"
+WEIGHT_FORMATS = ("float16", "float32")
+OPSET = 17
+
+
+class EncoderGraph(nn.Module):
+    """src ``(1, S)`` ids with ``<eos>`` last, src_valid_len ``(1,)`` ->
+    memory ``(1, S, d)``."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.encoder = model.encoder
+
+    def forward(self, src, src_valid_len):
+        return self.encoder.encode(src, src_valid_len)
+
+
+class DecoderStepGraph(nn.Module):
+    """One step of greedy decoding: the decoder on the whole prefix (no
+    cache: the prefix is short, and a graph without state is simpler to
+    run and to check) -> the next token's logits ``(1, V)`` and the
+    cross-attention weights of that step, ``(1, blocks, heads, S)``."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.decoder = model.decoder
+
+    def forward(self, tgt, memory, src_valid_len):
+        with record_attention(self.decoder) as maps:
+            logits = self.decoder.decode(tgt, memory, src_valid_len)
+        cross = [maps.of(blk.attention2)[0][:, :, -1]      # (1, h, S) each
+                 for blk in self.decoder.blks]
+        return logits[:, -1], torch.stack(cross, dim=1)
+
+
+@dataclass
+class ExportedTranslator:
+    """What :func:`export_translator` wrote, and the PyTorch model that
+    computes what the files compute."""
+
+    directory: Path
+    model: nn.Module                 # the parameters the files hold
+    files: dict = field(default_factory=dict)   # name -> size in bytes
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(self.files.values())
+
+
+def rounded_to_float16(model: nn.Module) -> nn.Module:
+    """A copy of ``model`` on the CPU, in evaluation mode, with every
+    parameter rounded to the nearest float16 (and kept as float32)."""
+    rounded = copy.deepcopy(model).cpu().float().eval()
+    with torch.no_grad():
+        for p in rounded.parameters():
+            p.copy_(p.half().float())
+    return rounded
+
+
+def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
+                      directory, *, weights: str = "float16"
+                      ) -> ExportedTranslator:
+    """Write ``encoder.onnx``, ``decoder_step.onnx`` and
+    ``translator.json`` (vocabularies, special ids, ``max_len``, sizes,
+    checksums) into ``directory``.  ``weights``: ``"float16"`` (stored as
+    float16, computed in float32) or ``"float32"``."""
+    if weights not in WEIGHT_FORMATS:
+        raise ValueError(f"weights must be one of {WEIGHT_FORMATS}, "
+                         f"got {weights!r}")
+    for name, vocab, size in [("src_vocab", src_vocab,
+                               model.encoder.vocab_size),
+                              ("tgt_vocab", tgt_vocab,
+                               model.decoder.vocab_size)]:
+        if len(vocab) != size:
+            raise ValueError(f"{name} has {len(vocab)} tokens but the "
+                             f"model's vocabulary has {size}")
+    if weights == "float16":
+        exported = rounded_to_float16(model)
+    else:
+        exported = copy.deepcopy(model).cpu().float().eval()
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    src = torch.tensor([[4, 5, Vocab.eos]])
+    lens = torch.tensor([3])
+    tgt = torch.tensor([[Vocab.bos, 4]])
+    with torch.no_grad():
+        memory = exported.encoder.encode(src, lens)
+        _export(EncoderGraph(exported), (src, lens),
+                directory / ENCODER_FILE, ["src", "src_valid_len"],
+                ["memory"], {"src": {1: "S"}, "memory": {1: "S"}})
+        _export(DecoderStepGraph(exported), (tgt, memory, lens),
+                directory / DECODER_FILE,
+                ["tgt", "memory", "src_valid_len"], ["logits", "cross"],
+                {"tgt": {1: "T"}, "memory": {1: "S"}, "cross": {3: "S"}})
+    if weights == "float16":
+        for name in (ENCODER_FILE, DECODER_FILE):
+            store_float16(directory / name)
+    files = {name: (directory / name).stat().st_size
+             for name in (ENCODER_FILE, DECODER_FILE)}
+    config = getattr(exported, "config", None)
+    settings = {
+        "format": 1,
+        "special_tokens": list(SPECIAL_TOKENS),
+        "pad_id": Vocab.pad, "bos_id": Vocab.bos, "eos_id": Vocab.eos,
+        "unk_id": Vocab.unk,
+        "max_len": getattr(config, "max_len", None),
+        "num_blocks": len(exported.decoder.blks),
+        "num_heads": exported.decoder.blks[0].attention2.num_heads,
+        "weights": weights,
+        "files": {name: {"bytes": size,
+                         "sha256": _sha256(directory / name)}
+                  for name, size in files.items()},
+        "src_tokens": src_vocab.idx_to_token,
+        "tgt_tokens": tgt_vocab.idx_to_token,
+    }
+    text = json.dumps(settings, ensure_ascii=False, separators=(",", ":"))
+    (directory / CONFIG_FILE).write_text(text, encoding="utf-8")
+    files[CONFIG_FILE] = (directory / CONFIG_FILE).stat().st_size
+    return ExportedTranslator(directory, exported, files)
+
+
+def _export(module, args, path, input_names, output_names, dynamic_axes):
+    import warnings
+
+    with warnings.catch_warnings():
+        # the tracer warns about Python ints taken from shapes; the
+        # tests run the graphs at other lengths than the traced ones
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module.eval(), args, str(path), dynamo=False,
+                          input_names=input_names,
+                          output_names=output_names,
+                          dynamic_axes=dynamic_axes, opset_version=OPSET)
+
+
+def store_float16(path) -> None:
+    """Rewrite the ONNX file at ``path`` so that each float32 weight that
+    float16 holds exactly is stored as float16 and cast back to float32
+    by the graph (a ``Cast`` node per weight): the same numbers in half
+    the bytes."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    proto = onnx.load(str(path))
+    graph = proto.graph
+    kept, casts = [], []
+    for init in graph.initializer:
+        array = numpy_helper.to_array(init)
+        if init.data_type == TensorProto.FLOAT and array.size >= 64:
+            half = array.astype(np.float16)
+            if np.array_equal(half.astype(np.float32), array):
+                stored = numpy_helper.from_array(half, f"{init.name}__fp16")
+                kept.append(stored)
+                casts.append(helper.make_node(
+                    "Cast", [stored.name], [init.name],
+                    to=TensorProto.FLOAT, name=f"{init.name}__cast"))
+                continue
+        kept.append(init)
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    nodes = casts + list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    onnx.checker.check_model(proto)
+    onnx.save(proto, str(path))
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
