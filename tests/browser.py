@@ -7,9 +7,11 @@ from __future__ import annotations
 import functools
 import http.server
 import mimetypes
+import os
 import re
 import shutil
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,6 +84,32 @@ def launch(playwright, user_data_dir: Path):
     return playwright.chromium.launch_persistent_context(
         str(user_data_dir), executable_path=find_chromium(), headless=True, args=CHROMIUM_FLAGS,
         viewport={"width": 1280, "height": 1000})
+
+
+def require_chromium() -> None:
+    """Skip without Chromium, but fail on CI, where `make test` installs it."""
+    import pytest
+
+    if find_chromium() is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is missing: `make test` installs it with apt-get (Debian)")
+        pytest.skip("no Chromium on this machine (install the `chromium` package)")
+
+
+@contextmanager
+def offline_book(html: Path, user_data_dir: Path, timeout_ms: int = 30_000):
+    """``(server, routes, page)``: the built book ``html`` served on 127.0.0.1 and a page of a
+    fresh Chromium whose outside requests go through :class:`OfflineRoutes`."""
+    from playwright.sync_api import sync_playwright
+
+    with BookServer(html) as server, sync_playwright() as playwright:
+        context = launch(playwright, user_data_dir)
+        routes = OfflineRoutes(server.url)
+        context.route("**/*", routes)
+        page = context.new_page()
+        page.set_default_timeout(timeout_ms)
+        yield server, routes, page
+        context.close()
 
 
 # --- tl.viz.attention_view in a page (the built book and the live front-ends) -------------------

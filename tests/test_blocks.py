@@ -2,6 +2,7 @@
 
 import math
 
+import pytest
 import torch
 from torch import nn
 
@@ -11,97 +12,75 @@ from conftest import mha_into_torch, randomize_
 B, T, S, D, H, F = 3, 6, 7, 16, 4, 32
 
 
+def _norm(block, i):
+    """The i-th LayerNorm of a post-norm (``addnorm{i}.ln``) or pre-norm (``norm{i}``) block."""
+    return getattr(block, f"norm{i}", None) or getattr(block, f"addnorm{i}").ln
+
+
 def _encoder_block_into_torch(ours, ref):
     mha_into_torch(ours.attention, ref.self_attn)
     ref.linear1.load_state_dict(ours.ffn.dense1.state_dict())
     ref.linear2.load_state_dict(ours.ffn.dense2.state_dict())
-    ref.norm1.load_state_dict(ours.addnorm1.ln.state_dict())
-    ref.norm2.load_state_dict(ours.addnorm2.ln.state_dict())
+    for i in (1, 2):
+        getattr(ref, f"norm{i}").load_state_dict(_norm(ours, i).state_dict())
 
 
-def test_encoder_block_matches_torch_encoder_layer():
-    ours = randomize_(tl.TransformerEncoderBlock(D, F, H, dropout=0.1, use_bias=True)).eval()
-    ref = nn.TransformerEncoderLayer(D, H, F, dropout=0.1, batch_first=True).eval()  # post-norm, ReLU
+def _decoder_block_into_torch(ours, ref):
+    mha_into_torch(ours.attention1, ref.self_attn)
+    mha_into_torch(ours.attention2, ref.multihead_attn)
+    ref.linear1.load_state_dict(ours.ffn.dense1.state_dict())
+    ref.linear2.load_state_dict(ours.ffn.dense2.state_dict())
+    for i in (1, 2, 3):
+        getattr(ref, f"norm{i}").load_state_dict(_norm(ours, i).state_dict())
+
+
+# layout -> (our block, torch's norm_first)
+ENCODER_BLOCKS = {"post-norm": (tl.TransformerEncoderBlock, False),
+                  "pre-norm": (tl.PreNormEncoderBlock, True)}
+DECODER_BLOCKS = {"post-norm": (tl.TransformerDecoderBlock, False),
+                  "pre-norm": (tl.PreNormDecoderBlock, True)}
+
+
+@pytest.mark.parametrize("layout", list(ENCODER_BLOCKS))
+def test_encoder_block_matches_torch_encoder_layer(layout):
+    block_class, norm_first = ENCODER_BLOCKS[layout]
+    ours = randomize_(block_class(D, F, H, dropout=0.1, use_bias=True)).eval()
+    ref = nn.TransformerEncoderLayer(D, H, F, dropout=0.1, batch_first=True,    # ReLU
+                                     norm_first=norm_first).eval()
     _encoder_block_into_torch(ours, ref)
+    other = nn.TransformerEncoderLayer(D, H, F, batch_first=True, norm_first=not norm_first).eval()
+    other.load_state_dict(ref.state_dict())            # the same weights, the other layout
     X = torch.randn(B, S, D)
     valid_lens = torch.tensor([7, 4, 1])
     pad = torch.arange(S)[None, :] >= valid_lens[:, None]
     with torch.no_grad():
         expected = ref(X, src_key_padding_mask=pad)
         got = ours(X, valid_lens)
+        elsewise = other(X, src_key_padding_mask=pad)
     keep = ~pad  # torch's fast path may leave padded positions as zeros
     torch.testing.assert_close(got[keep], expected[keep], atol=1e-5, rtol=1e-4)
+    assert (got[keep] - elsewise[keep]).abs().max() > 0.1
 
 
-def test_decoder_block_matches_torch_decoder_layer():
-    ours = randomize_(tl.TransformerDecoderBlock(D, F, H, dropout=0.1, use_bias=True)).eval()
-    ref = nn.TransformerDecoderLayer(D, H, F, dropout=0.1, batch_first=True).eval()
-    mha_into_torch(ours.attention1, ref.self_attn)
-    mha_into_torch(ours.attention2, ref.multihead_attn)
-    ref.linear1.load_state_dict(ours.ffn.dense1.state_dict())
-    ref.linear2.load_state_dict(ours.ffn.dense2.state_dict())
-    for i in (1, 2, 3):
-        getattr(ref, f"norm{i}").load_state_dict(getattr(ours, f"addnorm{i}").ln.state_dict())
+@pytest.mark.parametrize("layout", list(DECODER_BLOCKS))
+def test_decoder_block_matches_torch_decoder_layer(layout):
+    block_class, norm_first = DECODER_BLOCKS[layout]
+    ours = randomize_(block_class(D, F, H, dropout=0.1, use_bias=True)).eval()
+    ref = nn.TransformerDecoderLayer(D, H, F, dropout=0.1, batch_first=True,
+                                     norm_first=norm_first).eval()
+    _decoder_block_into_torch(ours, ref)
+    other = nn.TransformerDecoderLayer(D, H, F, batch_first=True, norm_first=not norm_first).eval()
+    other.load_state_dict(ref.state_dict())
     X, memory = torch.randn(B, T, D), torch.randn(B, S, D)
     enc_valid_lens = torch.tensor([7, 3, 5])
     memory_pad = torch.arange(S)[None, :] >= enc_valid_lens[:, None]
     causal = nn.Transformer.generate_square_subsequent_mask(T)
     with torch.no_grad():
-        expected = ref(X, memory, tgt_mask=causal, memory_key_padding_mask=memory_pad, tgt_is_causal=True)
+        expected, elsewise = (layer(X, memory, tgt_mask=causal, memory_key_padding_mask=memory_pad,
+                                    tgt_is_causal=True) for layer in (ref, other))
         got = ours(X, memory, enc_valid_lens)
     torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
-
-
-def _pre_norm_encoder_block_into_torch(ours, ref):
-    mha_into_torch(ours.attention, ref.self_attn)
-    ref.linear1.load_state_dict(ours.ffn.dense1.state_dict())
-    ref.linear2.load_state_dict(ours.ffn.dense2.state_dict())
-    ref.norm1.load_state_dict(ours.norm1.state_dict())
-    ref.norm2.load_state_dict(ours.norm2.state_dict())
-
-
-def _pre_norm_decoder_block_into_torch(ours, ref):
-    mha_into_torch(ours.attention1, ref.self_attn)
-    mha_into_torch(ours.attention2, ref.multihead_attn)
-    ref.linear1.load_state_dict(ours.ffn.dense1.state_dict())
-    ref.linear2.load_state_dict(ours.ffn.dense2.state_dict())
-    for i in (1, 2, 3):
-        getattr(ref, f"norm{i}").load_state_dict(getattr(ours, f"norm{i}").state_dict())
-
-
-def test_pre_norm_encoder_block_matches_torch_norm_first_layer():
-    ours = randomize_(tl.PreNormEncoderBlock(D, F, H, dropout=0.1, use_bias=True)).eval()
-    ref = nn.TransformerEncoderLayer(D, H, F, dropout=0.1, batch_first=True, norm_first=True).eval()
-    _pre_norm_encoder_block_into_torch(ours, ref)
-    X = torch.randn(B, S, D)
-    valid_lens = torch.tensor([7, 4, 1])
-    pad = torch.arange(S)[None, :] >= valid_lens[:, None]
-    with torch.no_grad():
-        expected = ref(X, src_key_padding_mask=pad)
-        got = ours(X, valid_lens)
-        post_norm = ref.norm2(ref.norm1(X))       # what the other order would start from
-    keep = ~pad
-    torch.testing.assert_close(got[keep], expected[keep], atol=1e-5, rtol=1e-4)
-    assert not torch.allclose(got, post_norm, atol=1e-2)
-
-
-def test_pre_norm_decoder_block_matches_torch_norm_first_layer():
-    ours = randomize_(tl.PreNormDecoderBlock(D, F, H, dropout=0.1, use_bias=True)).eval()
-    ref = nn.TransformerDecoderLayer(D, H, F, dropout=0.1, batch_first=True, norm_first=True).eval()
-    _pre_norm_decoder_block_into_torch(ours, ref)
-    X, memory = torch.randn(B, T, D), torch.randn(B, S, D)
-    enc_valid_lens = torch.tensor([7, 3, 5])
-    memory_pad = torch.arange(S)[None, :] >= enc_valid_lens[:, None]
-    causal = nn.Transformer.generate_square_subsequent_mask(T)
-    with torch.no_grad():
-        expected = ref(X, memory, tgt_mask=causal, memory_key_padding_mask=memory_pad, tgt_is_causal=True)
-        got = ours(X, memory, enc_valid_lens)
-        # the post-norm layer with the same weights computes something else
-        post = nn.TransformerDecoderLayer(D, H, F, batch_first=True).eval()
-        post.load_state_dict(ref.state_dict())
-        other = post(X, memory, tgt_mask=causal, memory_key_padding_mask=memory_pad, tgt_is_causal=True)
-    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
-    assert (got - other).abs().max() > 0.1
+    assert (got - elsewise).abs().max() > 0.1
 
 
 def test_pre_norm_stacks_match_torch_with_a_final_norm():
@@ -116,9 +95,9 @@ def test_pre_norm_stacks_match_torch_with_a_final_norm():
                                     enable_nested_tensor=False).eval()
     ref_dec = nn.TransformerDecoder(dec_layer, blocks, norm=nn.LayerNorm(D)).eval()
     for ours, ref in zip(enc.blks, ref_enc.layers, strict=True):
-        _pre_norm_encoder_block_into_torch(ours, ref)
+        _encoder_block_into_torch(ours, ref)
     for ours, ref in zip(dec.blks, ref_dec.layers, strict=True):
-        _pre_norm_decoder_block_into_torch(ours, ref)
+        _decoder_block_into_torch(ours, ref)
     ref_enc.norm.load_state_dict(enc.final_norm.state_dict())
     ref_dec.norm.load_state_dict(dec.final_norm.state_dict())
     src, tgt = torch.randint(0, vocab, (B, S)), torch.randint(0, vocab, (B, T))

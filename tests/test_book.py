@@ -16,7 +16,7 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse
 import nbformat
 import pytest
 
-from browser import ROOT, BookServer, OfflineRoutes, check_attention_view, find_chromium, launch
+from browser import ROOT, check_attention_view, offline_book, require_chromium
 from test_notebooks import is_solution_code, repository
 
 pytestmark = pytest.mark.book
@@ -87,23 +87,11 @@ def test_every_internal_link_resolves():
 
 @pytest.fixture(scope="module")
 def browser_page(tmp_path_factory):
-    if find_chromium() is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: `make test` installs it with apt-get (Debian)")
-        pytest.skip("no Chromium on this machine (install the `chromium` package)")
+    require_chromium()
     if not (ROOT / ".vendor" / "npm").is_dir():
         pytest.fail("run scripts/fetch_vendor_js.py first (`make test` does)")
-    from playwright.sync_api import sync_playwright
-
-    html = _built()
-    with BookServer(html) as server, sync_playwright() as playwright:
-        context = launch(playwright, tmp_path_factory.mktemp("chromium-profile"))
-        routes = OfflineRoutes(server.url)
-        context.route("**/*", routes)
-        page = context.new_page()
-        page.set_default_timeout(30_000)
-        yield server, routes, page
-        context.close()
+    with offline_book(_built(), tmp_path_factory.mktemp("chromium-profile")) as opened:
+        yield opened
 
 
 def _visit(page, url):

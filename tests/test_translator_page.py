@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from browser import ROOT, BookServer, OfflineRoutes, find_chromium, launch
+from browser import ROOT, offline_book, require_chromium
 from test_book import KNOWN_HARMLESS, _built
 
 pytestmark = pytest.mark.book
@@ -46,25 +46,14 @@ def _reference():
 
 @pytest.fixture(scope="module")
 def translator_page(tmp_path_factory):
-    if find_chromium() is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: `make test` installs it with apt-get (Debian)")
-        pytest.skip("no Chromium on this machine (install the `chromium` package)")
-    from playwright.sync_api import sync_playwright
-
-    html = _built()
-    with BookServer(html) as server, sync_playwright() as playwright:
-        context = launch(playwright, tmp_path_factory.mktemp("chromium-translator"))
-        routes = OfflineRoutes(server.url)
-        context.route("**/*", routes)
-        page = context.new_page()
-        page.set_default_timeout(60_000)
+    require_chromium()
+    profile = tmp_path_factory.mktemp("chromium-translator")
+    with offline_book(_built(), profile, timeout_ms=60_000) as (server, routes, page):
         received = []       # (url, bytes) of every response
         errors = []
         page.on("response", lambda r: received.append((r.url, len(r.body()) if r.ok else 0)))
         page.on("pageerror", lambda e: errors.append(str(e)))
         yield server, routes, page, received, errors
-        context.close()
 
 
 def _translate(page, box, sentence):
