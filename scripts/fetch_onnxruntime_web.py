@@ -48,8 +48,16 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         command = ["npm", "pack", f"{PACKAGE}@{VERSION}", "--silent",
                    "--pack-destination", tmp]
-        printed = subprocess.run(command, check=True, text=True,
-                                 capture_output=True).stdout
+        try:
+            printed = subprocess.run(command, check=True, text=True,
+                                     capture_output=True).stdout
+        except (OSError, subprocess.CalledProcessError) as err:
+            # The book still builds; its translator box will say that the
+            # runtime is missing (and the browser test fails).
+            print(f"note: could not fetch {PACKAGE}@{VERSION} with npm "
+                  f"({err}); chapter 7's in-browser translator will not "
+                  f"run in this build", file=sys.stderr)
+            return 0
         tarball = Path(tmp) / printed.strip().splitlines()[-1]
         if sha256(tarball) != TARBALL_SHA256:
             print(f"{tarball.name}: SHA-256 {sha256(tarball)}, expected "
