@@ -28,7 +28,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from browser import CHROMIUM_FLAGS, ROOT, check_attention_view, find_chromium
+from browser import CHROMIUM_FLAGS, ROOT, check_attention_view, find_chromium, require_chromium
 from envs import environment, run
 from test_notebooks import is_solution_code, is_solution_prose
 
@@ -114,10 +114,7 @@ class JupyterServer:
 
 @pytest.fixture(scope="module")
 def chromium():
-    if find_chromium() is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is missing: `make test` installs it with apt-get (Debian)")
-        pytest.skip("no Chromium on this machine (install the `chromium` package)")
+    require_chromium()
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
