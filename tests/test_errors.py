@@ -1,7 +1,12 @@
 """Bad input raises a clear error that names the argument -- never a NaN or a deep torch error.
 
 Shapes and dtypes are checked by every layer (cheap); values (token ids in the vocabulary, lengths
-in range) once, at the entry points: the model's and the stacks' forward, decoding and fit."""
+in range) once, at the entry points: the model's and the stacks' forward, decoding and fit, and the
+attention functions and layers that the chapters call directly (tl.masked_softmax, tl.attention_mask,
+tl.scaled_dot_product_attention, tl.DotProductAttention, tl.AdditiveAttention, tl.MultiHeadAttention,
+tl.FusedSelfAttention, the blocks) -- on any device: a direct call is not a training loop's inner step.
+Inside a model's encode/decode the layers skip them (test_entry_points.py: no host read there, so no
+GPU synchronisation per layer and step)."""
 
 import pytest
 import torch
@@ -88,8 +93,17 @@ CASES = {
     "greedy decoding of zero steps":
         (lambda: tl.greedy_decode(model, tokens, bos_id=1, max_len=0), ValueError, "max_len"),
     "not a tensor": (lambda: mha(X.tolist(), X, X), TypeError, "queries must be a torch.Tensor"),
+    "additive attention of width 0": (lambda: tl.AdditiveAttention(0), ValueError, "num_hiddens"),
+    "additive attention with a negative key_size":
+        (lambda: tl.AdditiveAttention(8, key_size=-3), ValueError, "key_size"),
+    "multi-head attention with query_size 0":
+        (lambda: tl.MultiHeadAttention(D, H, query_size=0), ValueError, "query_size"),
+    "split_heads with heads not dividing the width": (lambda: tl.split_heads(X, 3), ValueError, "num_heads"),
+    "split_heads of a matrix": (lambda: tl.split_heads(X[0], H), ValueError, "X must have 3"),
+    "merge_heads of a rank-3 tensor": (lambda: tl.merge_heads(X), ValueError, "X must have 4"),
+    "transpose_output with heads not dividing B*h":
+        (lambda: tl.transpose_output(torch.randn(6, 5, 4), 4), ValueError, "num_heads"),
 }
-
 
 def test_there_are_at_least_fifteen_cases():
     assert len(CASES) >= 15
@@ -108,3 +122,65 @@ def test_decoding_past_max_len_names_it():
     decoder(torch.zeros(2, 8, dtype=torch.long), enc, cache=cache)
     with pytest.raises(ValueError, match="max_len=8"):
         decoder(torch.zeros(2, 1, dtype=torch.long), enc, cache=cache)
+
+
+# The functions and layers that the chapters call with valid_lens: (number of queries Q, call), each on
+# K = 5 keys (X has 5 positions).
+NUM_KEYS = 5
+S = torch.randn(2, 3, NUM_KEYS)  # scores (B, Q, K)
+additive = tl.AdditiveAttention(8, query_size=D, key_size=D)
+ATTENTION = {
+    "tl.masked_softmax": (3, lambda lens: tl.masked_softmax(S, lens)),
+    "tl.attention_mask": (3, lambda lens: tl.attention_mask(S.shape, lens)),
+    "tl.scaled_dot_product_attention": (5, lambda lens: tl.scaled_dot_product_attention(X, X, X, lens)),
+    "tl.scaled_dot_product_attention, weights":
+        (5, lambda lens: tl.scaled_dot_product_attention(X, X, X, lens, return_weights=True)[1]),
+    "tl.DotProductAttention": (5, lambda lens: tl.DotProductAttention()(X, X, X, lens)),
+    "tl.AdditiveAttention": (5, lambda lens: additive(X, X, X, lens)),
+    "tl.MultiHeadAttention": (5, lambda lens: mha(X, X, X, lens)),
+    "tl.FusedSelfAttention": (5, lambda lens: tl.FusedSelfAttention(D, H)(X, lens)),
+    "encoder block": (5, lambda lens: encoder.blks[0](X, lens)),
+    "decoder block, cross-attention": (2, lambda lens: decoder.blks[0](X[:, :2], X, lens)),
+}
+
+
+def per_query(Q, last):
+    """(B, Q) lengths, all valid but the last one."""
+    lens = torch.full((2, Q), NUM_KEYS)
+    lens[1, -1] = last
+    return lens
+
+
+OUT_OF_RANGE = {
+    "negative": lambda Q: torch.tensor([-1, 2]),
+    "beyond the keys": lambda Q: torch.tensor([2, NUM_KEYS + 1]),
+    "(B, Q), one of them negative": lambda Q: per_query(Q, -1),
+    "(B, Q), one of them beyond the keys": lambda Q: per_query(Q, NUM_KEYS + 1),
+}
+
+
+@pytest.mark.parametrize("lens", list(OUT_OF_RANGE))
+@pytest.mark.parametrize("name", list(ATTENTION))
+def test_attention_rejects_lengths_outside_the_keys(name, lens):
+    Q, call = ATTENTION[name]
+    with pytest.raises(ValueError, match=r"valid_lens must lie in \[0, 5\] \(the number of keys\)"):
+        call(OUT_OF_RANGE[lens](Q))
+
+
+@pytest.mark.parametrize("name", list(ATTENTION))
+def test_attention_accepts_every_length_from_zero_to_the_number_of_keys(name):
+    Q, call = ATTENTION[name]
+    for lens in (torch.tensor([NUM_KEYS, NUM_KEYS]), torch.tensor([0, NUM_KEYS]),
+                 torch.arange(2 * Q).reshape(2, Q) % (NUM_KEYS + 1)):
+        out = call(lens)
+        assert out.dtype == torch.bool or torch.isfinite(out).all()
+
+
+def test_the_checks_come_back_after_a_model_pass_that_skips_them():
+    """encode/decode skip the layers' value checks (their callers checked); after they return, or
+    raise, a direct call is checked again."""
+    encoder.encode(tokens, torch.tensor([6, 2]))  # trusts its caller: no check, no host read
+    with pytest.raises(ValueError, match="max_len"):
+        encoder.encode(torch.zeros(2, 9, dtype=torch.long), torch.tensor([9, 9]))
+    with pytest.raises(ValueError, match="valid_lens must lie"):
+        tl.masked_softmax(S, torch.tensor([-1, 2]))

@@ -7,16 +7,21 @@ Two kinds of check:
 
 - **shape and dtype** (:func:`check_tensor`): Python comparisons of
   metadata, cheap enough for every layer;
-- **values** (:func:`check_token_ids`, :func:`check_valid_lens`): a
-  reduction over the tensor whose result Python must read, which on a GPU
-  is a host-device synchronisation.  They run once, at the public entry
-  points (``EncoderDecoder.forward``, the stacks' ``forward``, the
-  decoding functions, ``fit``), never inside the layers.  (One host read
-  remains in the GRU baseline's encoder: packing needs the lengths on the
-  CPU.)
+- **values** (:func:`check_token_ids`, :func:`check_valid_lens`,
+  :func:`check_key_lens`): a reduction over the tensor whose result
+  Python must read, which on a GPU is a host-device synchronisation.
+  They run once, at the public entry points (``EncoderDecoder.forward``,
+  the stacks' ``forward``, the decoding functions, ``fit``, and the
+  attention functions and layers when a reader calls them directly),
+  never inside a model: its inner passes (``encode``, ``decode``) run
+  under :func:`skip_value_checks`.  (One host read remains in the GRU
+  baseline's encoder: packing needs the lengths on the CPU.)
 """
 
 from __future__ import annotations
+
+import contextvars
+import functools
 
 import torch
 
@@ -53,6 +58,15 @@ def check_tensor(name: str, x, *, ndim=None, kind: str | None = None,
 def check_positive_int(name: str, value) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+def size_or(name: str, size, default: int) -> int:
+    """An optional width such as ``query_size``: ``default`` if ``None``,
+    else a positive int."""
+    if size is None:
+        return default
+    check_positive_int(name, size)
+    return size
 
 
 def check_probability(name: str, value) -> None:
@@ -103,6 +117,36 @@ def check_valid_lens(name: str, valid_lens, X: torch.Tensor) -> None:
         raise ValueError(
             f"{name} must lie in [0, {X.shape[1]}] (the sequence length), "
             f"got values from {int(valid_lens.min())} to "
+            f"{int(valid_lens.max())}")
+
+
+# True while a model's inner pass runs: its entry point checked the values
+_SKIPPING = contextvars.ContextVar("skip_value_checks", default=False)
+
+
+def skip_value_checks(function):
+    """Decorate a model's unchecked inner pass (``encode``, ``decode``):
+    its caller checked the values once, so the layers inside skip
+    :func:`check_key_lens` and read nothing on the host (on a GPU, one
+    read per layer and step would be a synchronisation each)."""
+    @functools.wraps(function)
+    def unchecked(*args, **kwargs):
+        token = _SKIPPING.set(True)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _SKIPPING.reset(token)
+    return unchecked
+
+
+def check_key_lens(valid_lens: torch.Tensor, num_keys: int) -> None:
+    """The attention functions' ``valid_lens``, ``(B,)`` or ``(B, Q)``:
+    integers in ``[0, num_keys]`` (0: a query with no key, whose weights
+    are all zero).  Not checked inside :func:`skip_value_checks`."""
+    if not _SKIPPING.get() and out_of_range(valid_lens, 0, num_keys + 1):
+        raise ValueError(
+            f"valid_lens must lie in [0, {num_keys}] (the number of keys),"
+            f" got values from {int(valid_lens.min())} to "
             f"{int(valid_lens.max())}")
 
 

@@ -10,9 +10,9 @@ means "this query may look at this key" (as in
 ``torch.nn.functional.scaled_dot_product_attention``;
 ``torch.nn.MultiheadAttention``'s ``key_padding_mask`` is the opposite).
 
-The functions and layers here check shapes and dtypes but not values:
-a ``valid_lens`` outside ``[0, K]`` is the caller's to prevent (the
-model's entry points check it once; see :mod:`._checks`).
+The functions and layers here check shapes and dtypes, and that
+``valid_lens`` lies in ``[0, K]``, except inside a model's ``encode`` and
+``decode``, whose entry points checked it once (see :mod:`._checks`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_probability, check_tensor
+from ._checks import (check_key_lens, check_positive_int,
+                      check_probability, check_tensor, size_or)
 
 
 def attention_mask(scores_shape, valid_lens=None, *, attn_mask=None,
@@ -56,6 +57,9 @@ def attention_mask(scores_shape, valid_lens=None, *, attn_mask=None,
             raise ValueError(
                 f"valid_lens must have shape (B,) = {(B,)} or (B, Q) = "
                 f"{(B, Q)}, got {tuple(valid_lens.shape)}")
+        # one host read per direct call; none inside a model's encode and
+        # decode, whose entry point checked the lengths once
+        check_key_lens(valid_lens, K)
         keys = torch.arange(K, device=valid_lens.device)
         if valid_lens.dim() == 1:
             mask = (keys < valid_lens[:, None]).view(B, *middle, 1, K)
@@ -232,9 +236,10 @@ class AdditiveAttention(nn.Module):
     def __init__(self, num_hiddens: int, dropout: float = 0.0, *,
                  query_size: int | None = None, key_size: int | None = None):
         super().__init__()
+        check_positive_int("num_hiddens", num_hiddens)
         check_probability("dropout", dropout)
-        self.query_size = query_size or num_hiddens
-        self.key_size = key_size or num_hiddens
+        self.query_size = size_or("query_size", query_size, num_hiddens)
+        self.key_size = size_or("key_size", key_size, num_hiddens)
         self.W_q = nn.Linear(self.query_size, num_hiddens, bias=False)
         self.W_k = nn.Linear(self.key_size, num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from ._checks import (check_pre_norm, check_tensor, check_token_ids,
-                      check_valid_lens)
+                      check_valid_lens, skip_value_checks)
 from .addnorm import AddNorm
 from .ffn import PositionWiseFFN
 from .multihead import KVCache, MultiHeadAttention
@@ -138,6 +138,7 @@ class TransformerDecoder(EmbeddedBlockStack):
         check_valid_lens("valid_lens", valid_lens, memory)
         return self.decode(X, memory, valid_lens, cache=cache)
 
+    @skip_value_checks
     def decode(self, X, memory, valid_lens=None, *, cache=None):
         """:meth:`forward` without the value checks.
 

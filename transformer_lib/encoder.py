@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from torch import nn
 
-from ._checks import check_pre_norm, check_token_ids, check_valid_lens
+from ._checks import (check_pre_norm, check_token_ids, check_valid_lens,
+                      skip_value_checks)
 from .addnorm import AddNorm
 from .ffn import PositionWiseFFN
 from .multihead import MultiHeadAttention
@@ -80,6 +81,7 @@ class TransformerEncoder(EmbeddedBlockStack):
         check_valid_lens("valid_lens", valid_lens, X)
         return self.encode(X, valid_lens)
 
+    @skip_value_checks
     def encode(self, X, valid_lens=None):
         """:meth:`forward` without the value checks: ``(B, S, d)``."""
         H = self.embed(X)                                  # (B, S, d)

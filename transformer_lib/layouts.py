@@ -29,7 +29,12 @@ def transpose_qkv(X: torch.Tensor, num_heads: int) -> torch.Tensor:
 
 def transpose_output(X: torch.Tensor, num_heads: int) -> torch.Tensor:
     """Undo :func:`transpose_qkv`: ``(B*h, T, d_k)`` -> ``(B, T, h*d_k)``."""
+    check_tensor("X", X, ndim=3)
+    check_positive_int("num_heads", num_heads)
     Bh, T, d_k = X.shape
+    if Bh % num_heads:
+        raise ValueError(f"num_heads ({num_heads}) must divide X's first "
+                         f"dimension B*h, got shape {tuple(X.shape)}")
     return merge_heads(X.reshape(Bh // num_heads, num_heads, T, d_k))
 
 

@@ -17,18 +17,25 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_heads_divide, check_tensor
+from ._checks import (check_heads_divide, check_positive_int, check_tensor,
+                      size_or)
 from .attention import DotProductAttention
 
 
 def split_heads(X: torch.Tensor, num_heads: int) -> torch.Tensor:
     """``(B, T, h*d_k)`` -> ``(B, h, T, d_k)``: each head its own slice."""
+    check_tensor("X", X, ndim=3)
+    check_positive_int("num_heads", num_heads)
     B, T, D = X.shape
+    if D % num_heads:
+        raise ValueError(f"num_heads ({num_heads}) must divide X's last "
+                         f"dimension, got shape {tuple(X.shape)}")
     return X.view(B, T, num_heads, D // num_heads).transpose(1, 2)
 
 
 def merge_heads(X: torch.Tensor) -> torch.Tensor:
     """``(B, h, T, d_k)`` -> ``(B, T, h*d_k)``: concatenate the heads."""
+    check_tensor("X", X, ndim=4)
     B, h, T, d_k = X.shape
     return X.transpose(1, 2).reshape(B, T, h * d_k)
 
@@ -88,9 +95,9 @@ class MultiHeadAttention(nn.Module):
         super().__init__()
         check_heads_divide(num_hiddens, num_heads)
         self.num_hiddens, self.num_heads = num_hiddens, num_heads
-        self.query_size = query_size or num_hiddens
-        self.key_size = key_size or num_hiddens
-        self.value_size = value_size or num_hiddens
+        self.query_size = size_or("query_size", query_size, num_hiddens)
+        self.key_size = size_or("key_size", key_size, num_hiddens)
+        self.value_size = size_or("value_size", value_size, num_hiddens)
         self.attention = DotProductAttention(dropout)
         self.W_q = nn.Linear(self.query_size, num_hiddens, bias=bias)
         self.W_k = nn.Linear(self.key_size, num_hiddens, bias=bias)

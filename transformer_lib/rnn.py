@@ -13,7 +13,8 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from ._checks import (check_positive_int, check_probability, check_tensor,
-                      check_token_ids, check_valid_lens)
+                      check_token_ids, check_valid_lens,
+                      skip_value_checks)
 from .attention import AdditiveAttention
 from .model import EncoderDecoder
 
@@ -123,6 +124,7 @@ class AttentionGRUDecoder(nn.Module):
         check_valid_lens("valid_lens", valid_lens, memory.outputs)
         return self.decode(X, memory, valid_lens, cache=cache)
 
+    @skip_value_checks
     def decode(self, X, memory: GRUMemory, valid_lens=None, *, cache=None):
         """Logits ``(B, T, vocab_size)``; with ``cache``, X holds only the
         new steps and the state continues from the earlier calls."""
