@@ -297,7 +297,8 @@ def test_a_resumed_run_ends_with_the_weights_of_an_uninterrupted_one(tmp_path):
             checkpoint=state, resume=True)
 
 
-def test_autocast_dtype_follows_the_device():
+def test_autocast_dtype_follows_the_device(monkeypatch):
+    monkeypatch.delenv("TRANSFORMER_LIB_PRECISION", raising=False)
     cpu = torch.device("cpu")
     assert autocast_dtype("auto", cpu) == (torch.bfloat16 if cpu_has_native_bf16() else None)
     assert autocast_dtype("float32", cpu) is None
@@ -306,6 +307,18 @@ def test_autocast_dtype_follows_the_device():
         autocast_dtype("int8", cpu)
     with pytest.raises(ValueError, match="precision"):
         TrainConfig(precision="half")
+
+
+@pytest.mark.parametrize("forced, expected", [("float32", None), ("bfloat16", torch.bfloat16)])
+def test_the_environment_can_force_what_auto_means(monkeypatch, forced, expected):
+    cpu = torch.device("cpu")
+    monkeypatch.setenv("TRANSFORMER_LIB_PRECISION", forced)
+    assert autocast_dtype("auto", cpu) is expected
+    assert autocast_dtype("bfloat16", cpu) is torch.bfloat16     # an explicit choice still wins
+    assert _fit(tiny_model(), epochs=1).precision == forced
+    monkeypatch.setenv("TRANSFORMER_LIB_PRECISION", "half")
+    with pytest.raises(ValueError, match="TRANSFORMER_LIB_PRECISION"):
+        autocast_dtype("auto", cpu)
 
 
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
@@ -373,3 +386,16 @@ def test_d2l_examples_are_scored_as_d2l_scores_them():
         TrainConfig(epochs=80, lr=3e-3, warmup_steps=5, label_smoothing=0.0, device="cpu"), progress=False)
     assert score_d2l_examples(model, src_vocab, tgt_vocab) == [(fr, 1.0) for _, fr, _ in D2L_EXAMPLES]
     assert [printed for _, _, printed in D2L_EXAMPLES] == [1.000, 0.687, 0.658, 1.000]  # d2l's book
+
+
+def test_the_cpu_recipe_trains_half_the_epochs_in_float32(monkeypatch):
+    from transformer_lib.recipes import RECIPES
+
+    basic = RECIPES["basic"].with_train(device="cpu")
+    assert basic.for_precision().train.epochs == (12 if cpu_has_native_bf16() else 6)
+    monkeypatch.setenv("TRANSFORMER_LIB_PRECISION", "float32")
+    assert basic.for_precision().train.epochs == basic.float32_epochs == 6
+    assert basic.with_train(precision="bfloat16").for_precision().train.epochs == 12
+    monkeypatch.setenv("TRANSFORMER_LIB_PRECISION", "bfloat16")
+    assert basic.for_precision().train.epochs == 12
+    assert RECIPES["d2l"].with_train(precision="float32").for_precision().train.epochs == 30

@@ -60,8 +60,9 @@ def check_torch() -> Check:
 def check_device() -> Check:
     """The device the chapters will use, and the precision ``fit`` will
     train in there."""
-    from .training import (autocast_dtype, cpu_has_native_bf16, pick_device,
-                           precision_name)
+    from .training import (PRECISION_VARIABLE, autocast_dtype,
+                           cpu_has_native_bf16, forced_precision,
+                           pick_device, precision_name)
 
     device = pick_device()
     dtype = autocast_dtype("auto", device)
@@ -69,7 +70,9 @@ def check_device() -> Check:
     detail = f"{device}: fit trains in {precision}"
     if dtype is not None:
         detail += " autocast"
-    if device.type == "cpu":
+    if forced_precision():
+        detail += f" (forced by ${PRECISION_VARIABLE})"
+    elif device.type == "cpu":
         detail += (" (native bf16)" if cpu_has_native_bf16() else
                    " (no native bf16 on this CPU)")
     elif device.type == "cuda":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 import random
 import time
 from dataclasses import asdict, dataclass, field
@@ -47,16 +48,33 @@ def cpu_has_native_bf16() -> bool:
     return any(getattr(torch.cpu, name, lambda: False)() for name in probes)
 
 
+# Forces what "auto" means, e.g. float32 on a CPU with native bf16, to
+# reproduce on one machine the numbers of a CPU without it.
+PRECISION_VARIABLE = "TRANSFORMER_LIB_PRECISION"
+
+
+def forced_precision() -> str | None:
+    """The precision named by ``$TRANSFORMER_LIB_PRECISION``, if set."""
+    forced = os.environ.get(PRECISION_VARIABLE, "").strip()
+    if forced and forced not in PRECISIONS:
+        raise ValueError(f"{PRECISION_VARIABLE} must be one of "
+                         f"{PRECISIONS}, got {forced!r}")
+    return forced or None
+
+
 def autocast_dtype(precision: str, device: torch.device):
     """The dtype of autocast's matrix products for ``precision`` on
     ``device``, or ``None`` for plain float32.
 
-    ``"auto"``: bf16 on a CUDA GPU that has it (else float16, with loss
-    scaling), bf16 on a CPU with native bf16, float32 elsewhere.
+    ``"auto"``: what ``$TRANSFORMER_LIB_PRECISION`` names, if set; else
+    bf16 on a CUDA GPU that has it (else float16, with loss scaling),
+    bf16 on a CPU with native bf16, float32 elsewhere.
     """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, "
                          f"got {precision!r}")
+    if precision == "auto":
+        precision = forced_precision() or "auto"
     if precision == "auto":
         if device.type == "cuda":
             bf16 = torch.cuda.is_bf16_supported()
