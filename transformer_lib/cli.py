@@ -98,6 +98,8 @@ def cmd_train(args) -> int:
                    precision=args.precision)
     recipe = recipe.with_train(**{k: v for k, v in changes.items()
                                   if v is not None})
+    if args.epochs is None:  # the recipe's epochs for this precision
+        recipe = recipe.for_precision()
     if args.batch_size:
         recipe = replace(recipe, batch_size=args.batch_size)
     split, src_vocab, tgt_vocab = recipe.load_data(args.data_dir)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from .data import Vocab, d2l_split, grouped_split, load_pairs
-from .training import TrainConfig
+from .training import TrainConfig, autocast_dtype, pick_device
 
 
 def _gru_sizes():
@@ -26,9 +26,22 @@ class Recipe:
     split_seed: int = 0
     notes: str = ""
     gru: dict = field(default_factory=_gru_sizes)  # GRUConfig fields
+    # epochs where the matrix products run in float32, about 4 times
+    # slower than bf16 on a CPU (None: the same as train.epochs)
+    float32_epochs: int | None = None
 
     def with_train(self, **changes) -> Recipe:
         return replace(self, train=replace(self.train, **changes))
+
+    def for_precision(self, device=None) -> Recipe:
+        """This recipe, with ``float32_epochs`` where ``fit`` would train
+        in float32 on ``device`` (default: ``train.device``, else the
+        device ``pick_device`` picks)."""
+        device = pick_device(device or self.train.device)
+        float32 = autocast_dtype(self.train.precision, device) is None
+        if float32 and self.float32_epochs is not None:
+            return self.with_train(epochs=self.float32_epochs)
+        return self
 
     def load_data(self, data_dir=None):
         """``(split, src_vocab, tgt_vocab)`` for this recipe's subset.
@@ -62,10 +75,12 @@ RECIPES = {
         notes="d2l: MTFraEng(batch_size=128), 30 epochs, Adam lr 0.001, "
               "gradient clip 1",
     ),
-    # The CPU recipe: about two minutes on the book's 2-core machine.  The
-    # model has the size of the benchmark's torch peer; the batch size,
-    # the peak learning rate, the linear decay to zero and the number of
-    # epochs were chosen by measurement (README, "Benchmarks").
+    # The CPU recipe: about two minutes on the book's 2-core machine in
+    # bf16; half the epochs in float32 (a CPU without native bf16), about
+    # four minutes.  The model has the size of the benchmark's torch peer;
+    # the batch size, the peak learning rate, the linear decay to zero and
+    # the number of epochs were chosen by measurement (README,
+    # "Benchmarks").
     "basic": Recipe(
         subset="basic",
         model=dict(num_hiddens=256, ffn_num_hiddens=1024, num_heads=4,
@@ -73,6 +88,7 @@ RECIPES = {
         train=TrainConfig(epochs=12, lr=1e-3, warmup_steps=200,
                           schedule="linear", label_smoothing=0.1),
         batch_size=128,
+        float32_epochs=6,
     ),
     # The GPU recipe: all 167,130 pairs, a larger model.
     "full": Recipe(
