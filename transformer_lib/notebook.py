@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import inspect
+import json
+import operator
+import os
 import time
 
 from .training import pick_device
 
-__all__ = ["LiveLossPlot", "glue", "pick_device", "show_source"]
+__all__ = ["LiveLossPlot", "claim", "glue", "pick_device", "show_source"]
 
 
 def show_source(obj):
@@ -35,6 +38,41 @@ def glue(name: str, value, *, display: bool = False):
         return value
     myst_glue(name, value, display=display)
     return value
+
+
+# claim(): the comparisons, and where the claims matrix collects them
+COMPARISONS = {">": operator.gt, ">=": operator.ge, "<": operator.lt,
+               "<=": operator.le}
+CLAIMS_VARIABLE = "TRANSFORMER_LIB_CLAIMS"
+
+
+def claim(name: str, value, op: str, bound) -> bool:
+    """Check a comparison that a sentence of the book relies on:
+    ``value op bound``, e.g. ``claim("warm-up helps post-norm: loss gap",
+    gap, ">", 0.5)``.  Its margin is how far ``value`` is from ``bound``
+    on the side the claim needs (negative: the claim failed).
+
+    In the book a failed claim stops the chapter (an AssertionError).
+    Where ``$TRANSFORMER_LIB_CLAIMS`` names a file (``make claims``), the
+    claim is appended to it as a JSON line instead, failed or not, and
+    the chapter goes on, so that one table shows every claim of every
+    run.  Returns whether the claim held."""
+    if op not in COMPARISONS:
+        raise ValueError(f"op must be one of {list(COMPARISONS)}, "
+                         f"got {op!r}")
+    value, bound = float(value), float(bound)
+    held = COMPARISONS[op](value, bound)
+    margin = value - bound if op[0] == ">" else bound - value
+    record = dict(name=name, value=value, op=op, bound=bound,
+                  margin=margin, held=held)
+    path = os.environ.get(CLAIMS_VARIABLE)
+    if path:
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(json.dumps(record) + "\n")
+    elif not held:
+        raise AssertionError(f"claim {name!r}: {value:.4g} is not "
+                             f"{op} {bound:.4g} (margin {margin:.3g})")
+    return held
 
 
 class LiveLossPlot:
