@@ -1,6 +1,7 @@
 """Colab's starting point, simulated: a virtual environment that already has a torch and
-ipywidgets 7.  The chapters' install cell must leave both untouched, and the widget helper
-must fall back to redrawing in the kernel (ipywidgets 7 has no Stack)."""
+Colab's ipywidgets 7.7.1, IPython 7.34 and numpy 2.1 (``envs.COLAB``).  The chapters' install
+cell must leave them untouched, and the widget helper must fall back to redrawing in the kernel
+(ipywidgets 7 has no Stack)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import nbformat
 import pytest
 
 from browser import ROOT
-from envs import environment, run
+from envs import COLAB, environment, run
 
 pytestmark = pytest.mark.environment
 
 VERSIONS = ("import importlib.metadata as m; "
-            "print(m.version('torch'), m.version('ipywidgets'))")
+            "print(*(m.version(p) for p in ('torch', 'ipywidgets', 'ipython', 'numpy')))")
 LIVE_CHECK = """
 import matplotlib; matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -37,17 +38,15 @@ def install_cells():
 
 
 def test_install_cell_keeps_colabs_torch_and_ipywidgets(tmp_path):
-    python = environment(".venv-colab")
-    pip = (python, "-m", "pip", "install", "--quiet")
-    run(*pip, "ipywidgets>=7.7,<8")  # what Colab ships
+    python = environment(".venv-colab", COLAB)  # what Colab ships
     run(python, "-m", "pip", "uninstall", "--yes", "--quiet", "transformer_lib")  # start without it
     before = run(python, "-c", VERSIONS).stdout
-    assert before.split()[1].startswith("7.")
+    assert before.split()[1:3] == ["7.7.1", "7.34.0"] and before.split()[3].startswith("2.1."), before
 
     install_cell = install_cells()[0]
     env = dict(os.environ, TRANSFORMER_LIB_SOURCE=str(ROOT))  # the repository instead of its URL
     run(python, "-c", install_cell, env=env, cwd=tmp_path)
 
-    assert run(python, "-c", VERSIONS).stdout == before  # torch and ipywidgets untouched
+    assert run(python, "-c", VERSIONS).stdout == before  # torch, ipywidgets, IPython, numpy untouched
     # outside a kernel the live redraw prints the image's repr first; the verdict is the last line
     assert run(python, "-c", LIVE_CHECK, cwd=tmp_path).stdout.strip().splitlines()[-1] == "live False"

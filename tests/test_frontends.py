@@ -2,16 +2,17 @@
 
 - JupyterLab 4 with ipywidgets 8: the figure explorers are precomputed (``Stack``s linked in the
   browser);
-- the classic Notebook with the ipywidgets 7 that pip picks today (7.8.x with widgetsnbextension
-  3.6.10), the closest we can get to Colab's front-end: the explorers are live, and the kernel
-  redraws the figure.
+- the classic Notebook with Colab's kernel side (ipywidgets 7.7.1, IPython 7.34, numpy 2.1;
+  ``envs.COLAB``) and the widgetsnbextension 3.6.10 that pip picks for it, the closest we can
+  get to Colab's front-end: the explorers are live, and the kernel redraws the figure.
 
 Each front-end runs in an environment of its own (``.venv-lab``, ``.venv-classic``), created
-once and reused, with the torch that ``make`` installs and ``transformer_lib`` installed from this
-repository (editable).  Its server listens on 127.0.0.1 only, with a random token, serves a
-temporary copy of the chapters, and is stopped afterwards.  The multi-head attention and the
-positional-encoding chapters are run as a reader runs them (Run All), the first slider is moved
-with the keyboard, and the figure must change; no JavaScript error may appear.
+once and reused (rebuilt when its requirements below change), with the torch that ``make``
+installs and ``transformer_lib`` installed from this repository (editable).  Its server
+listens on 127.0.0.1 only, with a random token, serves a temporary copy of the chapters, and is
+stopped afterwards.  The multi-head attention and the positional-encoding chapters are run as a
+reader runs them (Run All), the first slider is moved with the keyboard, and the figure must
+change; no JavaScript error may appear.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import nbformat
 import pytest
 
 from browser import CHROMIUM_FLAGS, ROOT, check_attention_view, find_chromium, require_chromium
-from envs import environment, run
+from envs import COLAB, environment, run
 from test_notebooks import is_solution_code, is_solution_prose
 
 pytestmark = pytest.mark.environment
@@ -38,9 +39,15 @@ CHAPTERS = ("02_multihead_attention", "05_positional_encoding")
 SHOTS = ROOT / "_build" / "screenshots"
 
 # front-end: (its environment, what it installs besides torch and transformer_lib)
+# The classic Notebook gets Colab's ipywidgets 7.7.1 *instead of* the newest 7.x (7.8.5): both
+# come with the same widgetsnbextension 3.6.10 (7.7.1 asks for ~=3.6.0), so the browser side
+# is the same; only the kernel side differs, and 7.7.1 is the one that readers of the book meet
+# on Colab. A third environment for 7.8.x would cost another build and two chapters run live
+# for readers who ask pip for "ipywidgets<8" themselves. With IPython 7.34 (Colab's) and
+# notebook 6.5's jupyter-client < 8, pip picks ipykernel 6.x.
 FRONT_ENDS = {
     "lab": (".venv-lab", ("jupyterlab>=4,<5", "ipywidgets>=8,<9", "ipykernel")),
-    "classic": (".venv-classic", ("notebook<7", "ipywidgets>=7.6,<8", "ipykernel")),
+    "classic": (".venv-classic", ("notebook<7", *COLAB, "ipykernel")),
 }
 
 # Messages of the front-ends themselves that break nothing of ours, each with its reason.
@@ -126,10 +133,11 @@ def chromium():
 @pytest.fixture(scope="module", params=list(FRONT_ENDS))
 def server(request, tmp_path_factory):
     name, packages = FRONT_ENDS[request.param]
-    python = environment(name)
+    python = environment(name, packages)
+    # the pins again, so that installing transformer_lib's own ranges cannot move them
     run(python, "-m", "pip", "install", "--quiet", *packages, "-e", ROOT)
     front = "jupyterlab" if request.param == "lab" else "notebook"
-    names = ("torch", "ipywidgets", "widgetsnbextension", front)
+    names = ("torch", "numpy", "ipython", "ipykernel", "ipywidgets", "widgetsnbextension", front)
     versions = run(python, "-c", "import importlib.metadata as m, sys; "
                                  "print(*(m.version(p) for p in sys.argv[1:]))", *names).stdout
     print(f"\n{request.param}: " + ", ".join(f"{n} {v}" for n, v in zip(names, versions.split())))
