@@ -13,6 +13,20 @@ export TORCH_SPEC  # the tests' own environments install the same torch (tests/e
 PY         := $(VENV)/bin/python
 STAMP      := $(VENV)/.setup-done
 
+# torch's OpenMP threads (GNU libgomp on Linux) spin-wait after each parallel region (300,000
+# spins by default). On a quiet machine that is the fastest; beside another busy process the
+# spinning takes the core from the thread it waits for, and the chapters ran 2.4 to 17 times
+# slower (README, "A busy machine"). When the machine is already busy as the build starts (a
+# 1-minute load average of at least one core's worth), the build spins briefly instead: 1.6 to
+# 1.9 times slower than a quiet machine rather than 2.4 to 17, at a cost of 20 to 40 % had the
+# machine been quiet. The spin count changes no number, only the time. GOMP_SPINCOUNT=...
+# on the command line overrides it.
+ifeq ($(origin GOMP_SPINCOUNT),undefined)
+ifeq ($(shell awk '{ print ($$1 >= 1) }' /proc/loadavg 2>/dev/null),1)
+export GOMP_SPINCOUNT := 1000
+endif
+endif
+
 # Where the chapters find the English-French pairs: $TRANSFORMER_LIB_DATA, else ../shared/data
 # beside the repository when it is there (as on CI); otherwise the library downloads them.
 ifeq ($(TRANSFORMER_LIB_DATA),)
@@ -21,7 +35,7 @@ export TRANSFORMER_LIB_DATA := $(abspath ../shared/data)
 endif
 endif
 
-.PHONY: setup test unit book vendor browser clean
+.PHONY: setup test unit book claims vendor browser clean
 
 setup: $(STAMP)
 
@@ -51,6 +65,13 @@ book: setup $(LIBRARY_STAMP)
 	$(PY) scripts/fetch_onnxruntime_web.py
 	@test -f _extra/translator/translator.json || rm -rf _build/.jupyter_cache
 	$(VENV)/bin/jupyter-book build . --all -W --keep-going
+
+# The claims matrix: the chapters that assert claims, run on this CPU as it is and imitating a
+# CPU without native bf16 (float32, AVX2 kernels), for seeds 0, 1 and 2 where a chapter has a
+# seed; one table of every claim's value and margin (README, "Claims"). About an hour on 2 cores;
+# not part of `make test`. Narrow it with CLAIMS_ARGS="--chapters 04 --seeds 0".
+claims: setup
+	$(PY) scripts/claims.py $(CLAIMS_ARGS)
 
 # The widget and math JavaScript the book loads from a CDN, fetched from npm for the offline
 # browser test (git-ignored .vendor/).

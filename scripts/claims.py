@@ -162,7 +162,9 @@ def main() -> int:
     for kind in args.kinds:
         for prefix in args.chapters:
             path = chapter_path(prefix)
-            seeded = SEED_LINE.search(path.read_text()) is not None
+            cells = nbformat.read(path, as_version=4).cells
+            seeded = any(SEED_LINE.search(c.source) for c in cells
+                         if c.cell_type == "code")
             for seed in (args.seeds if seeded else [None]):
                 run = run_chapter(path, kind, seed)
                 runs.append(run)

@@ -1,0 +1,55 @@
+"""claim() and the claims matrix (scripts/claims.py) on a notebook of their own."""
+
+import importlib.util
+import json
+
+import nbformat
+import pytest
+
+from browser import ROOT
+from transformer_lib.notebook import claim
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("claims_script", ROOT / "scripts" / "claims.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_claim_holds_or_stops_the_chapter_with_its_margin(monkeypatch):
+    monkeypatch.delenv("TRANSFORMER_LIB_CLAIMS", raising=False)
+    assert claim("warm-up helps", 3.0, ">", 1) is True
+    assert claim("small", 0.2, "<=", 0.2) is True
+    with pytest.raises(AssertionError, match=r"'gap': 0\.37 is not > 1 \(margin -0\.63\)"):
+        claim("gap", 0.37, ">", 1)
+    with pytest.raises(ValueError, match="op must be one of"):
+        claim("gap", 1, "=>", 0)
+
+
+def test_the_claims_file_records_every_claim_and_a_failure_does_not_stop(monkeypatch, tmp_path):
+    path = tmp_path / "claims.jsonl"
+    monkeypatch.setenv("TRANSFORMER_LIB_CLAIMS", str(path))
+    assert claim("ratio", 5.0, ">", 2) is True
+    assert claim("gap", 0.3, "<", 0.1) is False                     # recorded, not raised
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert records == [
+        dict(name="ratio", value=5.0, op=">", bound=2.0, margin=3.0, held=True),
+        dict(name="gap", value=0.3, op="<", bound=0.1, margin=pytest.approx(-0.2), held=False)]
+
+
+def test_the_matrix_runs_each_seed_and_reports_failed_claims_and_errors(tmp_path):
+    claims = load_script()
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from transformer_lib.notebook import claim\nSEED = 0"),
+        nbformat.v4.new_code_cell('claim("seed is small", SEED, "<", 1)'),
+        nbformat.v4.new_code_cell('raise RuntimeError("boom")'),
+        nbformat.v4.new_code_cell('claim("after the error", 1, ">", 0)')])
+    path = tmp_path / "99_test.ipynb"
+    nbformat.write(notebook, path)
+    runs = [claims.run_chapter(path, "native", seed) for seed in (0, 1)]
+    assert [[c["held"] for c in r["claims"]] for r in runs] == [[True, True], [False, True]]
+    assert all("RuntimeError: boom" in r["error"] for r in runs)      # recorded; the rest ran
+    text, ok = claims.table(runs)
+    assert not ok and "FAILED" in text and "| 99 | seed is small | < 1 |" in text
+    assert "native s0" in text and "native s1" in text
