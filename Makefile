@@ -16,13 +16,17 @@ STAMP      := $(VENV)/.setup-done
 # torch's OpenMP threads (GNU libgomp on Linux) spin-wait after each parallel region (300,000
 # spins by default). On a quiet machine that is the fastest; beside another busy process the
 # spinning takes the core from the thread it waits for, and the chapters ran 2.4 to 17 times
-# slower (README, "A busy machine"). When the machine is already busy as the build starts (a
-# 1-minute load average of at least one core's worth), the build spins briefly instead: 1.6 to
-# 1.9 times slower than a quiet machine rather than 2.4 to 17, at a cost of 20 to 40 % had the
-# machine been quiet. The spin count changes no number, only the time. GOMP_SPINCOUNT=...
+# slower (README, "A busy machine"). When other processes keep at least half a core busy as the
+# build starts (measured over half a second from /proc/stat), the build spins briefly instead:
+# 1.6 to 2 times slower than a quiet machine rather than 2.4 to 17, at a cost of 20 to 40 % had
+# the machine been quiet. The spin count changes no number, only the time. GOMP_SPINCOUNT=...
 # on the command line overrides it.
 ifeq ($(origin GOMP_SPINCOUNT),undefined)
-ifeq ($(shell awk '{ print ($$1 >= 1) }' /proc/loadavg 2>/dev/null),1)
+BUSY_CORES := $(shell { head -1 /proc/stat; sleep 0.5; head -1 /proc/stat; } 2>/dev/null | \
+  awk -v cores="$$(nproc)" '{ idle = $$5 + $$6; total = 0; for (i = 2; i <= NF; i++) total += $$i; \
+    if (NR == 1) { idle0 = idle; total0 = total } \
+    else if (total > total0) print (((total - total0) - (idle - idle0)) / (total - total0) * cores >= 0.5) }')
+ifeq ($(BUSY_CORES),1)
 export GOMP_SPINCOUNT := 1000
 endif
 endif
