@@ -113,11 +113,15 @@ def check_valid_lens(name: str, valid_lens, X: torch.Tensor) -> None:
         raise ValueError(f"{name} must have one length per batch row, "
                          f"shape ({X.shape[0]},), got "
                          f"{tuple(valid_lens.shape)}")
-    if out_of_range(valid_lens, 0, X.shape[1] + 1):
+    check_lengths_up_to(name, valid_lens, X.shape[1], "the sequence length")
+
+
+def check_lengths_up_to(name: str, lengths, longest: int, what: str):
+    """Integer lengths in ``[0, longest]``; ``what`` names ``longest``."""
+    if out_of_range(lengths, 0, longest + 1):
         raise ValueError(
-            f"{name} must lie in [0, {X.shape[1]}] (the sequence length), "
-            f"got values from {int(valid_lens.min())} to "
-            f"{int(valid_lens.max())}")
+            f"{name} must lie in [0, {longest}] ({what}), got values from "
+            f"{int(lengths.min())} to {int(lengths.max())}")
 
 
 # True while a model's inner pass runs: its entry point checked the values
@@ -143,11 +147,9 @@ def check_key_lens(valid_lens: torch.Tensor, num_keys: int) -> None:
     """The attention functions' ``valid_lens``, ``(B,)`` or ``(B, Q)``:
     integers in ``[0, num_keys]`` (0: a query with no key, whose weights
     are all zero).  Not checked inside :func:`skip_value_checks`."""
-    if not _SKIPPING.get() and out_of_range(valid_lens, 0, num_keys + 1):
-        raise ValueError(
-            f"valid_lens must lie in [0, {num_keys}] (the number of keys),"
-            f" got values from {int(valid_lens.min())} to "
-            f"{int(valid_lens.max())}")
+    if not _SKIPPING.get():
+        check_lengths_up_to("valid_lens", valid_lens, num_keys,
+                            "the number of keys")
 
 
 def check_pre_norm(norm: str) -> None:
