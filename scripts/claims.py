@@ -73,11 +73,10 @@ def run_chapter(path: Path, kind: str, seed: int | None) -> dict:
         raise SystemExit(f"{path.name}: expected one line 'SEED = 0'")
     with tempfile.TemporaryDirectory() as tmp:
         claims_file = Path(tmp, "claims.jsonl")
-        saved = {name: os.environ.get(name) for name in KIND_VARIABLES}
-        for name in KIND_VARIABLES:
-            os.environ.pop(name, None)
-        os.environ.update(KINDS[kind])
-        os.environ["TRANSFORMER_LIB_CLAIMS"] = str(claims_file)
+        # the kernel's environment: this one, with the kind's variables
+        env = {name: value for name, value in os.environ.items()
+               if name not in KIND_VARIABLES}
+        env.update(KINDS[kind], TRANSFORMER_LIB_CLAIMS=str(claims_file))
         workdir = Path(tmp, "notebooks")
         workdir.mkdir()
         # allow_errors: a failing cell is recorded and the rest still run,
@@ -86,15 +85,8 @@ def run_chapter(path: Path, kind: str, seed: int | None) -> dict:
             notebook, timeout=3600, kernel_name="python3", allow_errors=True,
             resources={"metadata": {"path": str(workdir)}})
         started = time.perf_counter()
-        try:
-            client.execute()
-        finally:
-            seconds = time.perf_counter() - started
-            os.environ.pop("TRANSFORMER_LIB_CLAIMS")
-            for name, value in saved.items():
-                os.environ.pop(name, None)
-                if value is not None:
-                    os.environ[name] = value
+        client.execute(env=env)  # passed on to the kernel's start
+        seconds = time.perf_counter() - started
         claims = []
         if claims_file.exists():
             claims = [json.loads(line) for line in
@@ -162,9 +154,7 @@ def main() -> int:
     for kind in args.kinds:
         for prefix in args.chapters:
             path = chapter_path(prefix)
-            cells = nbformat.read(path, as_version=4).cells
-            seeded = any(SEED_LINE.search(c.source) for c in cells
-                         if c.cell_type == "code")
+            seeded = with_seed(nbformat.read(path, as_version=4), 0) > 0
             for seed in (args.seeds if seeded else [None]):
                 run = run_chapter(path, kind, seed)
                 runs.append(run)

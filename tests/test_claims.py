@@ -53,3 +53,17 @@ def test_the_matrix_runs_each_seed_and_reports_failed_claims_and_errors(tmp_path
     text, ok = claims.table(runs)
     assert not ok and "FAILED" in text and "| 99 | seed is small | < 1 |" in text
     assert "native s0" in text and "native s1" in text
+
+
+def test_each_kind_reaches_the_kernel_and_leaves_this_process_alone(tmp_path, monkeypatch):
+    claims = load_script()
+    monkeypatch.setenv("TRANSFORMER_LIB_PRECISION", "bfloat16")     # the native run must drop it
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import os\nfrom transformer_lib.notebook import claim\n"
+        'claim("forced float32", os.environ.get("TRANSFORMER_LIB_PRECISION") == "float32", ">", 0)')])
+    path = tmp_path / "98_kind.ipynb"
+    nbformat.write(notebook, path)
+    runs = [claims.run_chapter(path, kind, None) for kind in ("float32-avx2", "native")]
+    assert [r["claims"][0]["held"] for r in runs] == [True, False]
+    assert claims.os.environ["TRANSFORMER_LIB_PRECISION"] == "bfloat16"
+    assert "TRANSFORMER_LIB_CLAIMS" not in claims.os.environ
