@@ -61,7 +61,7 @@ $(LIBRARY_STAMP): $(wildcard transformer_lib/*.py)
 	rm -rf _build/.jupyter_cache
 	mkdir -p _build && touch $@
 
-# Chapter 7 writes the exported model into _extra/translator/ when it runs; a cached chapter
+# Chapter 8 writes the exported model into _extra/translator/ when it runs; a cached chapter
 # does not run, so the cache is dropped when those files are missing. ONNX Runtime Web, which
 # the page loads from ort/ (copied from _extra/ort/), is fetched from npm (pinned version and
 # checksum).

@@ -46,7 +46,17 @@ KINDS = {
 }
 KIND_VARIABLES = {name for env in KINDS.values() for name in env}
 SEED_LINE = re.compile(r"^SEED = 0\b", re.MULTILINE)
-CLAIM_CHAPTERS = ["01", "04", "06", "07"]  # the chapters that call claim()
+CLAIM_CALL = re.compile(r"^[^#\n]*\bclaim\(", re.MULTILINE)
+
+
+def claim_chapters() -> list[str]:
+    """The prefixes (``"04"``) of the chapters whose code calls claim()."""
+    def calls_claim(path):
+        cells = nbformat.read(path, as_version=4).cells
+        return any(cell.cell_type == "code" and CLAIM_CALL.search(cell.source)
+                   for cell in cells)
+    paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    return [path.name[:2] for path in paths if calls_claim(path)]
 
 
 def chapter_path(prefix: str) -> Path:
@@ -142,12 +152,14 @@ def table(runs: list) -> tuple[str, bool]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--chapters", nargs="+", default=CLAIM_CHAPTERS,
-                        help="notebook prefixes, e.g. 04 07")
+    parser.add_argument("--chapters", nargs="+", default=None,
+                        help="notebook prefixes, e.g. 04 08 (default: "
+                             "every chapter that calls claim())")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--kinds", nargs="+", choices=list(KINDS),
                         default=list(KINDS))
     args = parser.parse_args()
+    args.chapters = args.chapters or claim_chapters()
     out = ROOT / "_build" / "claims"
     out.mkdir(parents=True, exist_ok=True)
     runs = []

@@ -1,7 +1,7 @@
 """Fetch ONNX Runtime Web from the npm registry into ``_extra/ort/``
 (git-ignored), which the build copies to ``ort/`` at the root of the
 book's site (Sphinx's ``html_extra_path``; in ``_static`` jupyter-book
-would load its script on every page).  Chapter 7's in-browser translator
+would load its script on every page).  Chapter 8's in-browser translator
 loads it from there when a reader first asks: the runtime is served by
 the book itself, never by a CDN.
 
@@ -55,7 +55,7 @@ def main() -> int:
             # The book still builds; its translator box will say that the
             # runtime is missing (and the browser test fails).
             print(f"note: could not fetch {PACKAGE}@{VERSION} with npm "
-                  f"({err}); chapter 7's in-browser translator will not "
+                  f"({err}); chapter 8's in-browser translator will not "
                   f"run in this build", file=sys.stderr)
             return 0
         tarball = Path(tmp) / printed.strip().splitlines()[-1]

@@ -205,19 +205,19 @@ def test_moving_a_slider_changes_the_figure(browser_page, chapter):
 
 
 def test_translator_attention_view_responds(browser_page):
-    """Chapter 7's attention view, in the static page: hovering, and every control."""
+    """Chapter 8's attention view, in the static page: hovering, and every control."""
     server, _, page = browser_page
-    assert not _visit(page, f"{server.url}notebooks/07_translator.html")
+    assert not _visit(page, f"{server.url}notebooks/08_translator.html")
     view = page.locator(".tl-av").first
     shots = ROOT / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
-    check_attention_view(page, view, shots, "07_translator-attention-view")
+    check_attention_view(page, view, shots, "08_translator-attention-view")
     sentences = view.locator("select.tl-av-sentence option")
     assert sentences.count() == 4
     first = view.locator(".tl-av-head-view").text_content()
     view.locator("select.tl-av-sentence").select_option("1")
     assert view.locator(".tl-av-head-view").text_content() != first
-    view.screenshot(path=str(shots / "07_translator-attention-view-after.png"))
+    view.screenshot(path=str(shots / "08_translator-attention-view-after.png"))
     # readable in both themes: its text contrasts with the background it is drawn on (in the
     # dark theme the book gives HTML outputs a light background, and the view's text follows)
     contrast = """view => { const lum = c => c.match(/\\d+(\\.\\d+)?/g).slice(0, 3)
@@ -231,7 +231,7 @@ def test_translator_attention_view_responds(browser_page):
         page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
         page.wait_for_timeout(200)
         assert view.evaluate(contrast) > 0.5, theme
-    view.screenshot(path=str(shots / "07_translator-attention-view-dark.png"))
+    view.screenshot(path=str(shots / "08_translator-attention-view-dark.png"))
     page.evaluate("document.documentElement.dataset.theme = 'light'")
 
 
@@ -257,7 +257,7 @@ def test_pages_are_light():
     for name in html:
         print(f"{name}: {html[name] / 1e6:.2f} MB of HTML, {images[name] / 1e6:.2f} MB of images")
     assert max(html.values()) <= 1.5e6, html
-    assert html["07_translator"] <= 3.1e6 / 3, html
+    assert html["08_translator"] <= 3.1e6 / 3, html
 
 
 def test_architecture_figure_links_each_box_to_its_chapter(browser_page):

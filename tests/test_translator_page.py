@@ -1,9 +1,9 @@
-"""Chapter 7's in-browser translator, in the built book, in headless Chromium, offline: the page
+"""Chapter 8's in-browser translator, in the built book, in headless Chromium, offline: the page
 loads nothing of the model until the first click; then its translations of held-out sentences
 equal the library's greedy decoding token for token, the cross-attention it shows equals the
 library's to 1e-3, and its preprocessing equals ``transformer_lib.data.preprocess``.
 
-The reference is the model the page runs: chapter 7 saves it (float16-rounded, as exported) to
+The reference is the model the page runs: chapter 8 saves it (float16-rounded, as exported) to
 ``_build/translator/exported.ckpt`` with its held-out sentences.  The test prints the timings and
 the bytes the page downloads before and after the first click."""
 
@@ -21,7 +21,7 @@ from test_book import KNOWN_HARMLESS, _built
 pytestmark = pytest.mark.book
 
 CHECKPOINT = ROOT / "_build" / "translator" / "exported.ckpt"
-PAGE = "notebooks/07_translator.html"
+PAGE = "notebooks/08_translator.html"
 NUM_SENTENCES = 60
 TRICKY = [
     "Go.", "I'm home!", "Hello,world", "What?!", "  spaces   everywhere  ", "Tab\there",
@@ -39,7 +39,7 @@ def _reference():
 
     if not CHECKPOINT.is_file():
         if os.environ.get("CI"):
-            pytest.fail(f"{CHECKPOINT} is missing: chapter 7 writes it in the book build")
+            pytest.fail(f"{CHECKPOINT} is missing: chapter 8 writes it in the book build")
         pytest.skip("no exported model: build the book (`make book`)")
     return load_checkpoint(CHECKPOINT)
 
@@ -130,7 +130,7 @@ def test_the_page_translates_like_the_library(translator_page):
     state, _ = _translate(page, box, sentences[1][:1].upper() + sentences[1][1:])
     shots = ROOT / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
-    box.screenshot(path=str(shots / "07_translator-in-browser.png"))
+    box.screenshot(path=str(shots / "08_translator-in-browser.png"))
 
     assert not routes.refused, routes.refused
     assert not _ours(errors), errors

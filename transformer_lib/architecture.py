@@ -118,7 +118,7 @@ def architecture_svg(link: Callable[[str], str] | None = None) -> str:
     dec_top, dec_frame, _ = tops["dec"]
     centre = right + BOX_W / 2
     head = [("Linear + softmax", "TransformerDecoder.dense", "output",
-             "07_translator")]
+             "08_translator")]
     parts.append(_arrow(centre, dec_top, dec_frame - GAP + 2))
     p, ys = _column(right, dec_frame - GAP, head, link)
     top = ys[-1]
