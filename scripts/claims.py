@@ -53,7 +53,8 @@ def claim_chapters() -> list[str]:
     """The prefixes (``"04"``) of the chapters whose code calls claim()."""
     def calls_claim(path):
         cells = nbformat.read(path, as_version=4).cells
-        return any(cell.cell_type == "code" and CLAIM_CALL.search(cell.source)
+        return any(cell.cell_type == "code"
+                   and CLAIM_CALL.search(cell.source)
                    for cell in cells)
     paths = sorted((ROOT / "notebooks").glob("*.ipynb"))
     return [path.name[:2] for path in paths if calls_claim(path)]
