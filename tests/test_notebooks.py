@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 import nbformat
-import pytest
 
 from browser import ROOT
 from test_colab import install_cells
@@ -250,14 +249,12 @@ def test_the_width_check_catches_a_wide_line():
     assert wide_lines([narrow, hidden]) == [] and len(wide_lines([narrow, wide])) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21: the chapters are being converted")
 def test_every_displayed_code_line_fits_the_page():
     wide = [f"{path.name}: {line}" for path in NOTEBOOKS
             for line in wide_lines(nbformat.read(path, as_version=4).cells)]
     assert not wide, f"{len(wide)} lines wider than {PAGE_WIDTH} columns:\n" + "\n".join(wide)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21: the chapters are being converted")
 def test_bookkeeping_is_hidden_in_the_book_and_folded_elsewhere():
     for path in NOTEBOOKS:
         for cell in nbformat.read(path, as_version=4).cells:
