@@ -80,3 +80,31 @@ def test_beam_reorder_keeps_the_chosen_rows(model):
         step = model.decoder(tgt[index, 3:], enc[index], cache=cache)
         full = model.decoder(tgt[index], enc[index])
     torch.testing.assert_close(step[:, 0], full[:, 3], atol=1e-5, rtol=1e-5)
+
+
+def test_beam_search_shows_every_step_to_on_step(model):
+    src = torch.randint(4, SRC_VOCAB, (2, 5))
+    lens = torch.tensor([5, 3])
+    settings = dict(bos_id=1, eos_id=2, max_len=6, beam_size=3)
+    steps = []
+    out = tl.beam_search(model, src, lens, **settings, on_step=steps.append)
+    assert torch.equal(out, tl.beam_search(model, src, lens, **settings))  # watching changes nothing
+    assert 1 <= len(steps) <= 6
+    previous = torch.ones(2, 3, 1, dtype=torch.long)                     # <bos>
+    for t, step in enumerate(steps):
+        assert step.candidates.shape == (2, 3, TGT_VOCAB) and step.tokens.shape == (2, 3, t + 2)
+        # the kept beams are the k best candidates, each extending the beam it names
+        best = step.candidates.reshape(2, -1).topk(3, dim=1).values
+        torch.testing.assert_close(step.scores, best)
+        parents = previous.gather(1, step.from_beam[..., None].expand(-1, -1, t + 1))
+        assert torch.equal(step.tokens[..., :-1], parents)
+        chosen = step.candidates.gather(1, step.from_beam[..., None].expand(-1, -1, TGT_VOCAB))
+        torch.testing.assert_close(chosen.gather(2, step.tokens[..., -1:]).squeeze(-1), step.scores)
+        previous = step.tokens
+    assert (steps[0].from_beam == 0).all()  # step 1 extends <bos> only: the other beams start at -inf
+    # the answer: the last step's beam with the best length-normalised score
+    last = steps[-1]
+    normalised = last.scores / ((5 + last.lengths) / 6) ** 0.6
+    best = normalised.argmax(dim=1)
+    expected = last.tokens[torch.arange(2), best, 1:]
+    assert torch.equal(out, expected)

@@ -8,6 +8,8 @@ attention weights behind a translation, see
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from ._checks import check_positive_int
@@ -63,10 +65,23 @@ def greedy_decode(model, src, src_valid_lens=None, *, bos_id: int,
     return tokens[:, 1:]
 
 
+@dataclass
+class BeamStep:
+    """One step of :func:`beam_search`, as its ``on_step`` sees it; ``B``
+    sources, ``k`` beams each, ``V`` target tokens."""
+
+    candidates: torch.Tensor  # (B, k, V) each beam's score + log p(token)
+    from_beam: torch.Tensor   # (B, k) the beam each kept one extends
+    tokens: torch.Tensor      # (B, k, t + 1) the kept prefixes, bos first
+    scores: torch.Tensor      # (B, k) their summed log-probabilities
+    lengths: torch.Tensor     # (B, k) their lengths up to eos (included)
+    finished: torch.Tensor    # (B, k) whether they have emitted eos
+
+
 @torch.no_grad()
 def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
                 eos_id: int, max_len: int, beam_size: int = 4,
-                length_penalty: float = 0.6):
+                length_penalty: float = 0.6, on_step=None):
     """Keep the ``beam_size`` most probable prefixes at every step; return
     the best finished one.
 
@@ -77,7 +92,8 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
     1.  Batched (``B`` sources x ``beam_size`` beams in one decoder call)
     and key/value-cached.  With ``beam_size=1`` this is greedy decoding.
     Returns ``(B, n)`` ids without ``bos_id``; after ``eos_id`` a row holds
-    ``eos_id`` again.
+    ``eos_id`` again.  ``on_step``, if given, is called with a
+    :class:`BeamStep` after every step (to watch the search).
     """
     _check_decoding(model, src, src_valid_lens, max_len,
                     dict(bos_id=bos_id, eos_id=eos_id))
@@ -109,12 +125,18 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
             log_probs[finished, eos_id] = 0.0
             candidates = scores.reshape(B * k, 1) + log_probs
             scores, choice = candidates.reshape(B, k * V).topk(k, dim=1)
-            parent = (first_beam + choice // V).reshape(-1)   # (B*k,)
+            from_beam = choice // V                           # (B, k)
+            parent = (first_beam + from_beam).reshape(-1)     # (B*k,)
             next_token = (choice % V).reshape(-1)
             tokens = torch.cat([tokens[parent], next_token[:, None]], dim=1)
             cache.reorder(parent)
             lengths = lengths[parent] + (~finished[parent]).float()
             finished = finished[parent] | (next_token == eos_id)
+            if on_step is not None:
+                on_step(BeamStep(candidates.reshape(B, k, V), from_beam,
+                                 tokens.reshape(B, k, -1), scores,
+                                 lengths.reshape(B, k),
+                                 finished.reshape(B, k)))
             if bool(finished.all()):
                 break
     penalty = ((5.0 + lengths) / 6.0) ** length_penalty

@@ -239,6 +239,33 @@ def check_batch(model, batch) -> None:
                          f"{tuple(batch.tgt_out.shape)}")
 
 
+def train_step(model, batch, optimizer, lr, config, *, scaler=None,
+               dtype=None):
+    """One optimiser step on one batch, with teacher forcing: the decoder
+    reads the target shifted right by one (``tgt_in``: <bos> y1 .. yn)
+    and learns to predict every next token (``tgt_out``: y1 .. yn <eos>)
+    in one parallel pass.  Returns the batch's (label-smoothed) loss.
+
+    dtype: autocast's dtype for the matrix products (``None``: float32);
+    scaler: float16's loss scaler (``None``: no scaling, a no-op).
+    """
+    for group in optimizer.param_groups:  # the schedule's rate now
+        group["lr"] = lr
+    with autocast(batch.src.device, dtype):
+        logits = model.logits(batch.src, batch.tgt_in,     # (B, T, V)
+                              batch.src_valid_lens)
+    loss = sequence_loss(logits, batch.tgt_out,            # mean per token
+                         label_smoothing=config.label_smoothing)
+    scaler = scaler or torch.amp.GradScaler(enabled=False)
+    optimizer.zero_grad(set_to_none=True)
+    scaler.scale(loss).backward()           # the gradients
+    scaler.unscale_(optimizer)              # clip the true gradient
+    torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+    scaler.step(optimizer)                  # AdamW, at rate lr
+    scaler.update()
+    return loss.detach()
+
+
 @torch.no_grad()
 def evaluate_loss(model, loader, label_smoothing: float = 0.0, *,
                   batch_statistics: bool = False) -> float:
@@ -402,24 +429,11 @@ def _train(model, train_loader, val_loader, config, device, dtype,
                 break
             check_batch(model, batch)
             history.target_tokens += batch.num_target_tokens
-            batch = batch.to(device)
             lr = learning_rate(config, step, progress_fraction())
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-            with autocast(device, dtype):
-                logits = model.logits(batch.src, batch.tgt_in,
-                                      batch.src_valid_lens)
-            loss = sequence_loss(logits, batch.tgt_out,
-                                 label_smoothing=config.label_smoothing)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.unscale_(optimizer)
-            torch.nn.utils.clip_grad_norm_(model.parameters(),
-                                           config.clip_norm)
-            scaler.step(optimizer)
-            scaler.update()
+            loss = train_step(model, batch.to(device), optimizer, lr,
+                              config, scaler=scaler, dtype=dtype)
             step += 1
-            running += loss.detach()
+            running += loss
             running_steps += 1
             bar.update(1)
             if step % config.log_every == 0:
