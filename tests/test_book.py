@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from browser import ROOT, check_attention_view, offline_book, require_chromium
-from test_notebooks import is_solution_code, repository
+from test_notebooks import exercises_start, is_solution_code, repository
 
 pytestmark = pytest.mark.book
 
@@ -298,13 +298,9 @@ def test_decoding_time_plot_is_drawn(browser_page):
     plot.screenshot(path=str(shots / "06_encoder_decoder-decoding-time.png"))
 
 
-def has_exercises(path) -> bool:
-    return any(c.cell_type == "markdown" and re.search(r"^## Exercises", c.source, re.M)
-               for c in nbformat.read(path, 4).cells)
-
-
 # chapter 9 (experiments) has no exercises: it ends with suggestions in its prose
-@pytest.mark.parametrize("chapter", [p.stem for p in NOTEBOOKS if has_exercises(p)])
+@pytest.mark.parametrize("chapter", [p.stem for p in NOTEBOOKS
+                                     if exercises_start(nbformat.read(p, 4).cells) is not None])
 def test_solutions_stay_folded_until_opened(browser_page, chapter):
     """Every solution's prose (<details class="solution">) and code (a hide-cell toggle) is folded
     when the page loads, and opens on a click."""

@@ -176,11 +176,17 @@ def is_solution_code(cell) -> bool:
     return cell.cell_type == "code" and cell.source.startswith(SOLUTION_TITLE)
 
 
+def exercises_start(cells) -> int | None:
+    """The index of the markdown cell that opens the chapter's exercises (a heading
+    "## Exercises", first in its cell or not), or None."""
+    return next((i for i, c in enumerate(cells) if c.cell_type == "markdown"
+                 and re.search(r"^## Exercises", c.source, flags=re.M)), None)
+
+
 def test_solutions_are_folded_everywhere_and_their_code_runs_in_the_build():
     for path in NOTEBOOKS:
         cells = nbformat.read(path, as_version=4).cells
-        exercises = next((i for i, c in enumerate(cells) if c.cell_type == "markdown"
-                          and c.source.lstrip().startswith("## Exercises")), None)
+        exercises = exercises_start(cells)
         for cell in cells:
             if cell.cell_type == "markdown":
                 # MyST's dropdown admonition shows as raw, unfolded text in a live front-end
