@@ -48,8 +48,9 @@ def bleu(pred_seq: str, label_seq: str, k: int = 2) -> float:
     prediction's n-grams that match the label's, each label n-gram matching
     at most as often as it occurs in the label, divided by the prediction's
     ``len_pred - n + 1`` n-grams.  The exponent :math:`1/2^n` weighs longer
-    (harder) n-gram matches more.  The score lies in [0, 1] and is 1 only
-    for a prediction equal to the label.
+    (harder) n-gram matches more.  The score lies in [0, 1]; it is 1 for a
+    prediction equal to the label, and for some others, since only n-grams
+    up to ``k`` count: ``bleu("a c a b a", "a b a c a", k=2)`` is 1.
 
     Raises ``ValueError`` for an empty ``pred_seq`` or ``k < 1``.
     """
