@@ -158,7 +158,7 @@ def scaled_dot_product_attention(
     ``(B, ..., Q, K)`` (before dropout) when ``return_weights`` is set.
 
     Without ``return_weights`` this calls torch's fused
-    ``F.scaled_dot_product_attention``, which never stores the Q x K
+    ``F.scaled_dot_product_attention``, which need not store the Q x K
     weights; with it, the explicit formula below.  Both give the same
     numbers (tested).
     """
