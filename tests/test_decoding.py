@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import transformer_lib as tl
+from transformer_lib.decoding import length_penalty
 
 SRC_VOCAB, TGT_VOCAB = 40, 35
 
@@ -108,3 +109,28 @@ def test_beam_search_shows_every_step_to_on_step(model):
     best = normalised.argmax(dim=1)
     expected = last.tokens[torch.arange(2), best, 1:]
     assert torch.equal(out, expected)
+
+
+def test_length_penalty_is_gnmts_formula():
+    lengths = torch.tensor([[1, 4, 7], [0, 11, 30]])                      # (B, k) |y|
+    for alpha in (0.6, 1.0, 0.25):
+        expected = torch.tensor([[(5 + n) ** alpha / 6 ** alpha for n in row]
+                                 for row in lengths.tolist()])
+        torch.testing.assert_close(length_penalty(lengths, alpha), expected)
+        torch.testing.assert_close(length_penalty(lengths.float(), alpha), expected)
+    assert torch.equal(length_penalty(lengths, 0.0), torch.ones(2, 3))     # alpha 0: no penalty
+    assert length_penalty(torch.tensor([1.0]), 0.6).item() == 1.0          # |y| = 1: (6/6)^alpha
+    longer = length_penalty(torch.arange(1.0, 20.0), 0.6)
+    assert (longer.diff() > 0).all()                                      # grows with |y|
+
+
+def test_beam_search_divides_by_the_length_penalty(model):
+    src = torch.randint(4, SRC_VOCAB, (3, 5))
+    lens = torch.tensor([5, 3, 1])
+    for alpha in (0.0, 0.6, 2.0):
+        steps = []
+        out = tl.beam_search(model, src, lens, bos_id=1, eos_id=2, max_len=7, beam_size=3,
+                             length_penalty=alpha, on_step=steps.append)
+        last = steps[-1]
+        best = (last.scores / length_penalty(last.lengths, alpha)).argmax(dim=1)
+        assert torch.equal(out, last.tokens[torch.arange(3), best, 1:])

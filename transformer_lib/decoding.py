@@ -8,11 +8,13 @@ attention weights behind a translation, see
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 
 import torch
 
-from ._checks import check_positive_int
+from ._checks import check_positive_int, check_tensor
 from .model import training_mode
 
 
@@ -65,6 +67,40 @@ def greedy_decode(model, src, src_valid_lens=None, *, bos_id: int,
     return tokens[:, 1:]
 
 
+def _check_alpha(name: str, alpha) -> None:
+    if (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real)
+            or not math.isfinite(alpha) or alpha < 0):
+        raise ValueError(f"{name} must be a finite number >= 0, "
+                         f"got {alpha!r}")
+
+
+def _gnmt_penalty(lengths, alpha):
+    return ((5.0 + lengths) / 6.0) ** alpha
+
+
+def length_penalty(lengths, alpha: float):
+    """GNMT's length penalty (Wu et al. 2016), ``(5 + |y|)^alpha / 6^alpha``,
+    computed as ``((5 + |y|) / 6) ** alpha``: what :func:`beam_search`
+    divides each kept answer's total log-probability by.
+
+    lengths: a tensor of any shape, e.g. ``(B, k)``, of answer lengths
+    ``|y|`` (beam_search counts the tokens up to ``eos_id`` included);
+    integers or floats, none negative.
+    alpha: a finite number >= 0 (``0``: every penalty is 1, no
+    normalisation; Vaswani et al. used 0.6).
+    Returns a float tensor of the shape of ``lengths``, 1 at ``|y| = 1``.
+    """
+    _check_alpha("alpha", alpha)
+    check_tensor("lengths", lengths)
+    if lengths.dtype == torch.bool or lengths.is_complex():
+        raise TypeError(f"lengths must have an integer or a float dtype, "
+                        f"got {lengths.dtype}")
+    if lengths.numel() and bool((lengths < 0).any()):
+        raise ValueError(f"lengths must be >= 0, got a minimum of "
+                         f"{lengths.min().item()}")
+    return _gnmt_penalty(lengths, alpha)
+
+
 @dataclass
 class BeamStep:
     """One step of :func:`beam_search`, as its ``on_step`` sees it; ``B``
@@ -83,14 +119,16 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
                 eos_id: int, max_len: int, beam_size: int = 4,
                 length_penalty: float = 0.6, on_step=None):
     """Keep the ``beam_size`` most probable prefixes at every step; return
-    the best finished one.
+    the best one when every kept prefix has emitted ``eos_id``, or after
+    ``max_len`` steps (then unfinished prefixes compete too).
 
     Candidates are ranked by total log-probability while searching; the
-    final choice divides it by the GNMT length penalty
-    ``((5 + length) / 6) ** length_penalty`` (Wu et al. 2016), so that
-    longer translations are not lost merely for having more factors below
-    1.  Batched (``B`` sources x ``beam_size`` beams in one decoder call)
-    and key/value-cached.  With ``beam_size=1`` this is greedy decoding.
+    final choice divides it by :func:`length_penalty` with ``alpha =
+    length_penalty`` (GNMT's, Wu et al. 2016; a prefix's length counts its
+    tokens up to ``eos_id`` included, or ``max_len``), so that longer
+    translations are not lost merely for having more factors below 1.
+    Batched (``B`` sources x ``beam_size`` beams in one decoder call) and
+    key/value-cached.  With ``beam_size=1`` this is greedy decoding.
     Returns ``(B, n)`` ids without ``bos_id``; after ``eos_id`` a row holds
     ``eos_id`` again.  ``on_step``, if given, is called with a
     :class:`BeamStep` after every step (to watch the search).
@@ -98,6 +136,7 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
     _check_decoding(model, src, src_valid_lens, max_len,
                     dict(bos_id=bos_id, eos_id=eos_id))
     check_positive_int("beam_size", beam_size)
+    _check_alpha("length_penalty", length_penalty)
     B, k = src.shape[0], beam_size
     device = src.device
     with training_mode(model, False):
@@ -139,7 +178,8 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
                                  finished.reshape(B, k)))
             if bool(finished.all()):
                 break
-    penalty = ((5.0 + lengths) / 6.0) ** length_penalty
+    # length_penalty(), unchecked (this function's argument hides its name)
+    penalty = _gnmt_penalty(lengths, length_penalty)
     normalised = (scores.reshape(-1) / penalty).reshape(B, k)
     best = normalised.argmax(dim=1) + first_beam[:, 0]
     return tokens[best, 1:]
