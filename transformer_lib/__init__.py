@@ -37,7 +37,7 @@ from .attention import (AdditiveAttention, DotProductAttention,
                         scaled_dot_product_attention)
 from .decoder import (BlockCache, DecoderCache, PreNormDecoderBlock,
                       TransformerDecoder, TransformerDecoderBlock)
-from .decoding import beam_search, greedy_decode
+from .decoding import beam_search, greedy_decode, length_penalty
 from .checkup import doctor
 from .encoder import (PreNormEncoderBlock, TransformerEncoder,
                       TransformerEncoderBlock)
@@ -61,7 +61,8 @@ __all__ = [
     "Transformer", "TransformerConfig", "TransformerDecoder",
     "TransformerDecoderBlock", "TransformerEncoder",
     "TransformerEncoderBlock", "attention_mask", "beam_search", "doctor",
-    "fused_from_separate", "greedy_decode", "masked_softmax", "merge_heads",
+    "fused_from_separate", "greedy_decode", "length_penalty",
+    "masked_softmax", "merge_heads",
     "post_norm_from_separate", "record_attention",
     "scaled_dot_product_attention", "separate_from_fused",
     "sinusoidal_encoding", "split_heads", "transpose_output",

@@ -96,38 +96,40 @@ def autocast(device: torch.device, dtype):
 class SmoothedCrossEntropy(torch.autograd.Function):
     """Label-smoothed cross-entropy in float32, averaged over the rows whose
     label is not ``pad_id``: the numbers of ``F.cross_entropy(z.float(),
-    labels, ignore_index=pad_id, label_smoothing=eps)`` (tested).
+    labels, ignore_index=pad_id, label_smoothing=eps_ls)`` (tested).
 
-    With the smoothed target q = (1 - eps) onehot(y) + eps / V, a row's loss
-    is -sum_j q_j log softmax(z)_j = logsumexp(z) - (1 - eps) z_y
-    - eps mean(z), and its gradient softmax(z) - q.  The backward pass
+    ``eps_ls`` is the label smoothing (notation: epsilon_ls).  With the
+    smoothed target q = (1 - eps_ls) onehot(y) + eps_ls / V, a row's loss
+    is -sum_j q_j log softmax(z)_j = logsumexp(z) - (1 - eps_ls) z_y
+    - eps_ls mean(z), and its gradient softmax(z) - q.  The backward pass
     writes that gradient in one sweep; torch's own makes several
     full-size (rows x vocabulary) temporaries, which cost a sixth of a
     bf16 training step on the book's 2-core CPU.
     """
 
     @staticmethod
-    def forward(ctx, logits, labels, pad_id: int, eps: float):
+    def forward(ctx, logits, labels, pad_id: int, eps_ls: float):
         z = logits.float()                                     # (N, V)
         keep = labels != pad_id                                # (N,)
         labels = labels.masked_fill(~keep, 0)  # padding rows do not count
         count = keep.sum().clamp(min=1)
         lse = torch.logsumexp(z, dim=-1)                       # (N,)
         z_y = z.gather(-1, labels[:, None]).squeeze(-1)        # (N,)
-        rows = lse - (1 - eps) * z_y - eps * z.mean(dim=-1)
+        rows = lse - (1 - eps_ls) * z_y - eps_ls * z.mean(dim=-1)
         ctx.save_for_backward(logits, labels, lse, keep, count)
-        ctx.eps = eps
+        ctx.eps_ls = eps_ls
         return torch.where(keep, rows, 0.0).sum() / count
 
     @staticmethod
     def backward(ctx, grad):
         logits, labels, lse, keep, count = ctx.saved_tensors
-        eps, V = ctx.eps, logits.shape[-1]
+        eps_ls, V = ctx.eps_ls, logits.shape[-1]
         g = logits.to(torch.float32, copy=True)  # in place from here on
         g.sub_(lse[:, None]).exp_()             # softmax(z)
-        g.sub_(eps / V)                         # - eps / V
-        minus_one_hot = torch.full_like(lse[:, None], eps - 1)
-        g.scatter_add_(-1, labels[:, None], minus_one_hot)  # - (1-eps) [y]
+        g.sub_(eps_ls / V)                      # - eps_ls / V
+        minus_one_hot = torch.full_like(lse[:, None], eps_ls - 1)
+        # - (1 - eps_ls) at the label
+        g.scatter_add_(-1, labels[:, None], minus_one_hot)
         g.mul_((keep * grad / count)[:, None])
         return g.to(logits.dtype), None, None, None
 
@@ -137,8 +139,9 @@ def sequence_loss(logits, labels, pad_id: int = Vocab.pad,
     """Mean cross-entropy over the *non-padding* target tokens, in float32.
 
     logits ``(B, T, V)``, labels ``(B, T)``.  Padding never counts, neither
-    in the sum nor in the number it is divided by (d2l's ``Seq2Seq``
-    averages over padding too).
+    in the sum nor in the number it is divided by (the d2l 1.0.3
+    package's ``Seq2Seq`` inherits a loss that averages over padding
+    too; d2l's book masks it in the chapter's own code).
     """
     V = logits.shape[-1]
     return SmoothedCrossEntropy.apply(logits.reshape(-1, V),
@@ -204,8 +207,9 @@ class History:
 
 
 def learning_rate(config: TrainConfig, step: int, progress: float) -> float:
-    """Linear warm-up over ``warmup_steps``, then constant or a linear
-    decay to 0 at progress 1."""
+    """``lr`` times a linear warm-up over ``warmup_steps`` and, for the
+    ``"linear"`` schedule, times ``1 - progress`` from the first step on
+    (so the decay already acts during the warm-up; 0 at progress 1)."""
     warm = min(1.0, (step + 1) / max(1, config.warmup_steps))
     if config.schedule == "constant":
         return config.lr * warm
@@ -310,8 +314,9 @@ def fit(model, train_loader, val_loader=None,
     batches is the loader's: its seed and the epoch, which fit sets with
     ``train_loader.set_epoch``.  The model ends in the mode it had.  The
     loss is read on the host only at log points.
-    ``callback(history)`` runs every ``config.log_every`` steps and after
-    each epoch, e.g. to redraw a live loss plot; ``progress=False``
+    ``callback(history)`` runs every ``config.log_every`` steps and, when
+    there is a ``val_loader``, after each epoch's validation, e.g. to
+    redraw a live loss plot; ``progress=False``
     silences the tqdm bar.
 
     ``checkpoint``: a file where fit saves, after each epoch and
