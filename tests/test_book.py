@@ -169,6 +169,31 @@ def test_code_listings_fit_the_page(browser_page):
     assert not too_wide, "listings that scroll sideways:\n" + "\n".join(too_wide)
 
 
+def test_code_cells_and_their_outputs_fit_the_page(browser_page):
+    """At 1280 pixels nothing a chapter shows is cut off: every code cell (folded solutions
+    opened) fits its box, since its lines fit 77 columns (test_notebooks) and a folded cell's box
+    is as wide as the others (_static/outputs.css); printed outputs wrap instead of scrolling.
+    Before that stylesheet, folded cells of 76-77 columns and long printed lines (a config's
+    repr) scrolled sideways here."""
+    server, _, page = browser_page
+    too_wide, counted = [], 0
+    for path in NOTEBOOKS:
+        assert not _visit(page, f"{server.url}notebooks/{path.stem}.html")
+        boxes = page.evaluate("""() => {
+            document.querySelectorAll('details.hide').forEach(d => { d.open = true; });
+            return Array.from(document.querySelectorAll(
+                '.cell_input pre, .cell_output > .output > pre, .cell_output pre.stdout'),
+              pre => ({scroll: pre.scrollWidth, client: pre.clientWidth,
+                       line: pre.textContent.split('\\n').reduce(
+                         (a, b) => (b.length > a.length ? b : a), '')}));
+        }""")
+        counted += len(boxes)
+        too_wide += [f"{path.stem}: {x['line']!r} ({x['scroll']} > {x['client']} px)"
+                     for x in boxes if x["scroll"] > x["client"] + 1]
+    assert counted >= 200
+    assert not too_wide, "boxes that scroll sideways:\n" + "\n".join(too_wide)
+
+
 def _visible_image_digests(widget):
     return [hashlib.md5((img.get_attribute("src") or "").encode()).hexdigest()
             for img in widget.locator("img").all() if img.is_visible()]
