@@ -9,6 +9,7 @@ One concept per module:
 - :mod:`.layouts`     the same function in other code bases' layouts:
                       d2l's, ViT's fused qkv, jadore801120's post-norm
 - :mod:`.record`      recording attention weights (``record_attention``)
+- :mod:`.intervene`   heads off, source words hidden (``intervene``)
 - :mod:`.ffn`         the position-wise feed-forward network
 - :mod:`.addnorm`     residual connection + LayerNorm
 - :mod:`.positional`  sinusoidal positional encoding
@@ -48,6 +49,7 @@ from .layouts import (FusedSelfAttention, PostNormMultiHeadAttention,
 from .model import EncoderDecoder, Transformer, TransformerConfig
 from .multihead import KVCache, MultiHeadAttention, merge_heads, split_heads
 from .positional import PositionalEncoding, sinusoidal_encoding
+from .intervene import intervene
 from .record import AttentionMaps, record_attention
 
 __version__ = "0.2.0"
@@ -61,7 +63,7 @@ __all__ = [
     "Transformer", "TransformerConfig", "TransformerDecoder",
     "TransformerDecoderBlock", "TransformerEncoder",
     "TransformerEncoderBlock", "attention_mask", "beam_search", "doctor",
-    "fused_from_separate", "greedy_decode", "length_penalty",
+    "fused_from_separate", "greedy_decode", "intervene", "length_penalty",
     "masked_softmax", "merge_heads",
     "post_norm_from_separate", "record_attention",
     "scaled_dot_product_attention", "separate_from_fused",

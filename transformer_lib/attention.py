@@ -197,7 +197,9 @@ class DotProductAttention(nn.Module):
     It uses torch's fused kernel, except inside
     :func:`~transformer_lib.record_attention`, which sets ``recorder`` to a
     list for the duration of its ``with`` block: then it computes the
-    weights explicitly and appends them there.
+    weights explicitly and appends them there.  Inside
+    :func:`~transformer_lib.intervene`, ``intervention`` masks more keys
+    and switches heads off.
     """
 
     def __init__(self, dropout: float = 0.0):
@@ -205,18 +207,25 @@ class DotProductAttention(nn.Module):
         check_probability("dropout", dropout)
         self.dropout = dropout
         self.recorder: list | None = None
+        self.intervention = None  # a LayerIntervention, inside intervene
 
     def forward(self, queries, keys, values, valid_lens=None, *,
                 attn_mask=None, causal=False):
         """Shapes and masks as in :func:`scaled_dot_product_attention`."""
         p = self.dropout if self.training else 0.0
+        change = self.intervention
+        if change is not None:
+            attn_mask = change.restrict(attn_mask, queries, keys)
         if self.recorder is None:  # nobody asks for the weights
-            return scaled_dot_product_attention(
+            out = scaled_dot_product_attention(
                 queries, keys, values, valid_lens, attn_mask=attn_mask,
                 causal=causal, dropout_p=p)
+            return out if change is None else change.apply_gate(out)
         out, weights = scaled_dot_product_attention(
             queries, keys, values, valid_lens, attn_mask=attn_mask,
             causal=causal, dropout_p=p, return_weights=True)
+        if change is not None:
+            out, weights = change.apply_gate(out), change.apply_gate(weights)
         self.recorder.append(weights.detach())
         return out
 
