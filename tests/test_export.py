@@ -11,8 +11,8 @@ import torch
 
 import transformer_lib as tl
 from transformer_lib.data import Vocab
-from transformer_lib.export import (CONFIG_FILE, DECODER_FILE, ENCODER_FILE, export_translator,
-                                    rounded_to_float16)
+from transformer_lib.export import (CONFIG_FILE, DECODER_FILE, ENCODER_FILE, all_on,
+                                    export_translator, rounded_to_float16)
 from transformer_lib.translate import decode_ids
 
 ort = pytest.importorskip("onnxruntime")
@@ -37,12 +37,64 @@ def exported(request, tmp_path_factory):
     return model, result, sessions
 
 
-def _run(sessions, src, tgt):
+def _run(sessions, model, src, tgt, switches=None):
+    """The graphs on one source; ``switches``: ``all_on(model, S)``'s inputs, with changes."""
     encoder, decoder = sessions
-    lens = np.array([src.shape[1]], dtype=np.int64)
-    [memory] = encoder.run(None, {"src": src, "src_valid_len": lens})
-    logits, cross = decoder.run(None, {"tgt": tgt, "memory": memory, "src_valid_len": lens})
+    S = src.shape[1]
+    lens = np.array([S], dtype=np.int64)
+    inputs = {**{k: v.numpy() for k, v in all_on(model, S).items()}, **(switches or {})}
+    [memory] = encoder.run(None, {"src": src, "src_valid_len": lens,
+                                  **{k: inputs[k] for k in ("encoder_gate", "hidden", "window")}})
+    logits, cross = decoder.run(None, {"tgt": tgt, "memory": memory, "src_valid_len": lens,
+                                       **{k: inputs[k] for k in ("decoder_gate", "cross_gate",
+                                                                 "hidden")}})
     return memory, logits, cross
+
+
+@pytest.mark.parametrize("change", ["encoder head", "decoder head", "cross heads", "hidden",
+                                    "window", "all at once"])
+def test_the_graphs_switches_are_intervene(exported, change):
+    """Heads off, hidden words and the window, as graph inputs: the page's numbers are
+    tl.intervene's on the rounded model."""
+    _, result, sessions = exported
+    model = result.model
+    S, T = 9, 6
+    g = torch.Generator().manual_seed(7)
+    src = torch.randint(4, len(SRC), (1, S), generator=g)
+    tgt = torch.randint(4, len(TGT), (1, T), generator=g)
+    switches = {k: v.clone() for k, v in all_on(model, S).items()}
+    off, hidden, window = [], None, None
+    if change in ("encoder head", "all at once"):
+        off.append(("encoder_self", 1, 2))
+        switches["encoder_gate"][1, 2] = 0
+    if change in ("decoder head", "all at once"):
+        off.append(("decoder_self", 0, 0))
+        switches["decoder_gate"][0, 0] = 0
+    if change in ("cross heads", "all at once"):
+        off += [("cross", 0, 1), ("cross", 2, 3)]
+        switches["cross_gate"][0, 1] = switches["cross_gate"][2, 3] = 0
+    if change in ("hidden", "all at once"):
+        hidden = torch.zeros(1, S, dtype=torch.bool)
+        hidden[0, [2, 5]] = True
+        switches["hidden"] = hidden
+    if change in ("window", "all at once"):
+        window = 1
+        switches["window"] = torch.tensor(1)
+    lens = torch.tensor([S])
+    with torch.no_grad(), tl.intervene(model, heads_off=off, hidden=hidden, window=window):
+        memory = model.encoder.encode(src, lens)
+        with tl.record_attention(model.decoder) as maps:
+            logits = model.decoder.decode(tgt, memory, lens)[:, -1]
+        cross = torch.stack([maps.of(b.attention2)[0][:, :, -1] for b in model.decoder.blks], 1)
+    plain = _run(sessions, model, src.numpy(), tgt.numpy())
+    got = _run(sessions, model, src.numpy(), tgt.numpy(), {k: v.numpy() for k, v in switches.items()})
+    for ours, theirs in zip(got, (memory, logits, cross), strict=True):
+        np.testing.assert_allclose(ours, theirs.numpy(), atol=1e-4, rtol=1e-4)
+    assert not np.allclose(got[1], plain[1], atol=1e-4)          # the switch changed the output
+    if hidden is not None:
+        assert (got[2][..., [2, 5]] == 0).all()                  # exactly 0 on hidden words
+    for block, head in [(b, h) for kind, b, h in off if kind == "cross"]:
+        assert (got[2][0, block, head] == 0).all()               # and on gated heads
 
 
 @pytest.mark.parametrize("S, T", [(1, 1), (4, 2), (11, 9)])
@@ -58,7 +110,7 @@ def test_graphs_compute_the_rounded_model_at_any_length(exported, S, T):
         with tl.record_attention(model.decoder) as maps:
             logits = model.decoder.decode(tgt, memory, lens)[:, -1]
         cross = torch.stack([maps.of(b.attention2)[0][:, :, -1] for b in model.decoder.blks], 1)
-    got = _run(sessions, src.numpy(), tgt.numpy())
+    got = _run(sessions, model, src.numpy(), tgt.numpy())
     for ours, theirs in zip(got, (memory, logits, cross), strict=True):
         assert ours.shape == tuple(theirs.shape)
         np.testing.assert_allclose(ours, theirs.numpy(), atol=1e-4, rtol=1e-4)
@@ -79,7 +131,7 @@ def test_greedy_decoding_with_the_graphs_gives_the_library_tokens(exported):
         out = []
         for _ in range(steps):     # what the page's JavaScript does
             tgt = np.array([[Vocab.bos] + out], dtype=np.int64)
-            _, logits, _ = _run(sessions, src, tgt)
+            _, logits, _ = _run(sessions, result.model, src, tgt)
             out.append(int(logits[0].argmax()))
             if out[-1] == Vocab.eos:
                 break
@@ -110,6 +162,7 @@ def test_the_settings_file_holds_what_the_page_needs(exported):
     assert settings["src_tokens"] == SRC.idx_to_token and settings["tgt_tokens"] == TGT.idx_to_token
     assert (settings["bos_id"], settings["eos_id"], settings["unk_id"]) == (1, 2, 3)
     assert settings["max_len"] == 40 and settings["num_blocks"] == 3 and settings["num_heads"] == 4
+    assert settings["num_enc_blocks"] == 2
     for name in (ENCODER_FILE, DECODER_FILE):
         import hashlib
 

@@ -164,3 +164,36 @@ def test_a_model_without_attention_kinds_and_nesting_are_refused():
     model = small_model()
     with tl.intervene(model), pytest.raises(RuntimeError, match="nested"), tl.intervene(model):
         pass
+
+
+def test_gate_tensors_switch_the_same_heads_as_heads_off():
+    model = small_model()
+    src, tgt, lens = batch()
+    gates = {"cross": torch.tensor([[1.0, 0.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0]])}
+    with tl.intervene(model, heads_off=[("cross", 0, 1), ("cross", 1, 3)]):
+        expected = model(src, tgt, lens)
+    with tl.intervene(model, gates=gates):
+        assert torch.equal(model(src, tgt, lens), expected)
+
+
+def test_a_window_tensor_is_the_window():
+    model = small_model()
+    src, tgt, lens = batch()
+    with tl.intervene(model, window=2):
+        expected = model(src, tgt, lens)
+    with tl.intervene(model, window=torch.tensor(2)):
+        assert torch.equal(model(src, tgt, lens), expected)
+
+
+@pytest.mark.parametrize("gates", [
+    {"self": torch.ones(2, 4)}, {"cross": torch.ones(2, 3)}, {"cross": torch.ones(2, 4).long()},
+    {"cross": [[1.0] * 4] * 2}])
+def test_bad_gates_are_named(gates):
+    with pytest.raises(ValueError, match="gates"), tl.intervene(small_model(), gates=gates):
+        pass
+
+
+def test_a_bad_window_tensor_is_named():
+    for window in [torch.tensor([2]), torch.tensor(2.0)]:
+        with pytest.raises(ValueError, match="window"), tl.intervene(small_model(), window=window):
+            pass

@@ -1,7 +1,10 @@
 """The trained translator for the browser: ONNX graphs of the encoder and
 of one greedy decoding step, which also returns that step's
 cross-attention weights, and the vocabularies and decoding settings as
-JSON.  The book's page runs them with ONNX Runtime Web
+JSON.  Both graphs take :func:`~transformer_lib.intervene`'s switches as
+inputs: a gate per head of each kind, the hidden source positions and
+the encoder's window (all on, none hidden and a window as long as the
+source: the model itself).  The book's page runs them with ONNX Runtime Web
 (``translator.js``), with no server and no kernel.
 
 The weights are stored as float16 and cast to float32 inside the graph, so
@@ -24,6 +27,7 @@ import torch
 from torch import nn
 
 from .data import SPECIAL_TOKENS, Vocab
+from .intervene import intervene
 from .record import record_attention
 
 ENCODER_FILE = "encoder.onnx"
@@ -34,15 +38,18 @@ OPSET = 17
 
 
 class EncoderGraph(nn.Module):
-    """src ``(1, S)`` ids with ``<eos>`` last, src_valid_len ``(1,)`` ->
-    memory ``(1, S, d)``."""
+    """src ``(1, S)`` ids with ``<eos>`` last, src_valid_len ``(1,)``,
+    encoder_gate ``(blocks, heads)``, hidden ``(1, S)`` bool, window
+    ``()`` -> memory ``(1, S, d)``."""
 
     def __init__(self, model):
         super().__init__()
-        self.encoder = model.encoder
+        self.model = model
 
-    def forward(self, src, src_valid_len):
-        return self.encoder.encode(src, src_valid_len)
+    def forward(self, src, src_valid_len, encoder_gate, hidden, window):
+        with intervene(self.model, gates={"encoder_self": encoder_gate},
+                       hidden=hidden, window=window):
+            return self.model.encoder.encode(src, src_valid_len)
 
 
 class DecoderStepGraph(nn.Module):
@@ -53,13 +60,17 @@ class DecoderStepGraph(nn.Module):
 
     def __init__(self, model):
         super().__init__()
-        self.decoder = model.decoder
+        self.model = model
 
-    def forward(self, tgt, memory, src_valid_len):
-        with record_attention(self.decoder) as maps:
-            logits = self.decoder.decode(tgt, memory, src_valid_len)
+    def forward(self, tgt, memory, src_valid_len, decoder_gate, cross_gate,
+                hidden):
+        decoder = self.model.decoder
+        gates = {"decoder_self": decoder_gate, "cross": cross_gate}
+        with intervene(self.model, gates=gates, hidden=hidden), \
+                record_attention(decoder) as maps:
+            logits = decoder.decode(tgt, memory, src_valid_len)
         cross = [maps.of(blk.attention2)[0][:, :, -1]      # (1, h, S) each
-                 for blk in self.decoder.blks]
+                 for blk in decoder.blks]
         return logits[:, -1], torch.stack(cross, dim=1)
 
 
@@ -113,15 +124,24 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
     src = torch.tensor([[4, 5, Vocab.eos]])
     lens = torch.tensor([3])
     tgt = torch.tensor([[Vocab.bos, 4]])
+    switches = all_on(exported, S=src.shape[1])
     with torch.no_grad():
         memory = exported.encoder.encode(src, lens)
-        _export(EncoderGraph(exported), (src, lens),
-                directory / ENCODER_FILE, ["src", "src_valid_len"],
-                ["memory"], {"src": {1: "S"}, "memory": {1: "S"}})
-        _export(DecoderStepGraph(exported), (tgt, memory, lens),
+        _export(EncoderGraph(exported),
+                (src, lens, switches["encoder_gate"], switches["hidden"],
+                 switches["window"]),
+                directory / ENCODER_FILE,
+                ["src", "src_valid_len", "encoder_gate", "hidden", "window"],
+                ["memory"],
+                {"src": {1: "S"}, "hidden": {1: "S"}, "memory": {1: "S"}})
+        _export(DecoderStepGraph(exported),
+                (tgt, memory, lens, switches["decoder_gate"],
+                 switches["cross_gate"], switches["hidden"]),
                 directory / DECODER_FILE,
-                ["tgt", "memory", "src_valid_len"], ["logits", "cross"],
-                {"tgt": {1: "T"}, "memory": {1: "S"}, "cross": {3: "S"}})
+                ["tgt", "memory", "src_valid_len", "decoder_gate",
+                 "cross_gate", "hidden"], ["logits", "cross"],
+                {"tgt": {1: "T"}, "memory": {1: "S"}, "hidden": {1: "S"},
+                 "cross": {3: "S"}})
     if weights == "float16":
         for name in (ENCODER_FILE, DECODER_FILE):
             store_float16(directory / name)
@@ -135,6 +155,7 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
         "unk_id": Vocab.unk,
         "max_len": getattr(config, "max_len", None),
         "num_blocks": len(exported.decoder.blks),
+        "num_enc_blocks": len(exported.encoder.blks),
         "num_heads": exported.decoder.blks[0].attention2.num_heads,
         "weights": weights,
         "files": {name: {"bytes": size,
@@ -147,6 +168,20 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
     (directory / CONFIG_FILE).write_text(text, encoding="utf-8")
     files[CONFIG_FILE] = (directory / CONFIG_FILE).stat().st_size
     return ExportedTranslator(directory, exported, files)
+
+
+def all_on(model, S: int) -> dict:
+    """The graphs' switch inputs that leave ``model`` as it is, for a
+    source of ``S`` positions: every gate 1, nothing hidden, a window of
+    ``S``."""
+    layers = model.attention_layers()
+    gate = {kind: torch.ones(len(blocks), blocks[0].num_heads)
+            for kind, blocks in layers.items()}
+    return {"encoder_gate": gate["encoder_self"],
+            "decoder_gate": gate["decoder_self"],
+            "cross_gate": gate["cross"],
+            "hidden": torch.zeros(1, S, dtype=torch.bool),
+            "window": torch.tensor(S)}
 
 
 def _export(module, args, path, input_names, output_names, dynamic_axes):

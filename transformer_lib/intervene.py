@@ -100,9 +100,37 @@ def _check_heads_off(heads_off, layers):
     return checked
 
 
+def _check_window(window):
+    if isinstance(window, torch.Tensor):
+        if window.dim() != 0 or window.is_floating_point():
+            raise ValueError(f"window must be an int >= 0 or a 0-d integer "
+                             f"tensor, got a {window.dtype} tensor of shape "
+                             f"{tuple(window.shape)}")
+    elif window is not None and (isinstance(window, bool)
+                                 or not isinstance(window, int)
+                                 or window < 0):
+        raise ValueError(f"window must be an int >= 0, got {window!r}")
+
+
+def _check_gates(gates, layers):
+    gates = dict(gates or {})
+    for kind, gate in gates.items():
+        if kind not in KINDS:
+            raise ValueError(f"gates: kind must be one of {KINDS}, got "
+                             f"{kind!r}")
+        blocks = layers[kind]
+        want = (len(blocks), blocks[0].num_heads)
+        if not (isinstance(gate, torch.Tensor)
+                and gate.is_floating_point() and tuple(gate.shape) == want):
+            raise ValueError(f"gates[{kind!r}] must be a float tensor of "
+                             f"shape (blocks, heads) = {want}, got "
+                             f"{getattr(gate, 'shape', type(gate))}")
+    return gates
+
+
 @contextmanager
-def intervene(model: nn.Module, *, heads_off=(), hidden=None,
-              window: int | None = None):
+def intervene(model: nn.Module, *, heads_off=(), gates=None, hidden=None,
+              window=None):
     """Switch heads off, hide source positions and limit the encoder's
     self-attention to a window, for the duration of the ``with`` block.
 
@@ -110,10 +138,14 @@ def intervene(model: nn.Module, *, heads_off=(), hidden=None,
                ``attention_layers()`` by kind, as it has).
     heads_off: ``(kind, block, head)`` triples, kind one of
                ``"encoder_self"``, ``"decoder_self"``, ``"cross"``.
+    gates:     ``{kind: (blocks, heads) tensor}``, each head's output
+               times its entry (1: on, 0: off): the same switches as
+               tensors, for graphs that take them as inputs (ONNX).
     hidden:    ``(B, S)`` bool, True at source positions no query may
                attend to, in the encoder's self-attention and in the
                cross-attention (one row per sentence; beams repeat it).
-    window:    encoder query i sees only keys j with |i - j| <= window.
+    window:    encoder query i sees only keys j with |i - j| <= window
+               (an int, or a 0-d integer tensor for a graph's input).
     """
     if not hasattr(model, "attention_layers"):
         raise TypeError(f"model must have attention layers by kind (a "
@@ -125,17 +157,18 @@ def intervene(model: nn.Module, *, heads_off=(), hidden=None,
                                    and hidden.dim() == 2):
         raise ValueError(f"hidden must be a (B, S) bool tensor, got "
                          f"{getattr(hidden, 'shape', type(hidden))}")
-    if window is not None and (isinstance(window, bool)
-                               or not isinstance(window, int) or window < 0):
-        raise ValueError(f"window must be an int >= 0, got {window!r}")
+    _check_window(window)
+    gates = _check_gates(gates, layers)
     inner = [layer.attention for kind in KINDS for layer in layers[kind]]
     if any(attention.intervention is not None for attention in inner):
         raise RuntimeError("the model's attention layers are being "
                            "intervened on already (nested intervene)")
     for kind in KINDS:
         for block, layer in enumerate(layers[kind]):
-            gate = torch.ones(layer.num_heads)
+            gate = (gates[kind][block] if kind in gates
+                    else torch.ones(layer.num_heads))
             for _, _, head in [e for e in off if e[:2] == (kind, block)]:
+                gate = gate.clone()
                 gate[head] = 0.0
             layer.attention.intervention = LayerIntervention(
                 gate=gate,

@@ -88,17 +88,27 @@
                                                    : config.unk_id);
     srcIds.push(config.eos_id);
     const S = srcIds.length;
+    const L = config.num_blocks, H = config.num_heads;
     const lens = new ort.Tensor("int64", BigInt64Array.from([BigInt(S)]), [1]);
+    // the switches of tl.intervene, all on: every head, no hidden word, a
+    // window as long as the source
+    const gates = n => new ort.Tensor("float32", new Float32Array(n * H).fill(1),
+                                      [n, H]);
+    const hidden = new ort.Tensor("bool", new Uint8Array(S), [1, S]);
+    const span = new ort.Tensor("int64", BigInt64Array.from([BigInt(S)]), []);
     const {memory} = await encoder.run({src: ids64(ort, srcIds),
-                                        src_valid_len: lens});
+                                        src_valid_len: lens,
+                                        encoder_gate: gates(config.num_enc_blocks),
+                                        hidden, window: span});
     let steps = 2 * S + 5;
     if (config.max_len) steps = Math.min(steps, config.max_len - 1);
-    const L = config.num_blocks, H = config.num_heads;
     const outputs = [];
     const cross = [];  // [step][block][head][source position]
     for (let t = 0; t < steps; t++) {
       const tgt = ids64(ort, [config.bos_id, ...outputs]);
-      const result = await decoder.run({tgt, memory, src_valid_len: lens});
+      const result = await decoder.run({tgt, memory, src_valid_len: lens,
+                                        decoder_gate: gates(L), cross_gate: gates(L),
+                                        hidden});
       const logits = result.logits.data;
       let best = 0;
       for (let v = 1; v < logits.length; v++) if (logits[v] > logits[best]) best = v;
