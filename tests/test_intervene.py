@@ -134,19 +134,19 @@ def test_the_layers_are_restored_even_after_an_error():
     assert torch.equal(model(src, tgt, lens), expected)
 
 
-@pytest.mark.parametrize("arguments, argument", [
-    (dict(heads_off=[("self", 0, 0)]), "heads_off"),
-    (dict(heads_off=[("cross", 2, 0)]), "heads_off"),
-    (dict(heads_off=[("cross", 0, 4)]), "heads_off"),
-    (dict(heads_off=[("cross", 0)]), "heads_off"),
-    (dict(hidden=torch.zeros(3, 7)), "hidden"),
-    (dict(hidden=torch.zeros(7, dtype=torch.bool)), "hidden"),
-    (dict(window=-1), "window"),
-    (dict(window=1.5), "window"),
-    (dict(window=True), "window"),
+@pytest.mark.parametrize("arguments, error, argument", [
+    (dict(heads_off=[("self", 0, 0)]), ValueError, "heads_off"),
+    (dict(heads_off=[("cross", 2, 0)]), ValueError, "heads_off"),
+    (dict(heads_off=[("cross", 0, 4)]), ValueError, "heads_off"),
+    (dict(heads_off=[("cross", 0)]), ValueError, "heads_off"),
+    (dict(hidden=torch.zeros(3, 7)), TypeError, "hidden"),          # not bool
+    (dict(hidden=torch.zeros(7, dtype=torch.bool)), ValueError, "hidden"),
+    (dict(window=-1), ValueError, "window"),
+    (dict(window=1.5), ValueError, "window"),
+    (dict(window=True), ValueError, "window"),
 ])
-def test_bad_arguments_are_named(arguments, argument):
-    with pytest.raises(ValueError, match=argument), tl.intervene(small_model(), **arguments):
+def test_bad_arguments_are_named(arguments, error, argument):
+    with pytest.raises(error, match=argument), tl.intervene(small_model(), **arguments):
         pass
 
 
@@ -185,15 +185,15 @@ def test_a_window_tensor_is_the_window():
         assert torch.equal(model(src, tgt, lens), expected)
 
 
-@pytest.mark.parametrize("gates", [
-    {"self": torch.ones(2, 4)}, {"cross": torch.ones(2, 3)}, {"cross": torch.ones(2, 4).long()},
-    {"cross": [[1.0] * 4] * 2}])
-def test_bad_gates_are_named(gates):
-    with pytest.raises(ValueError, match="gates"), tl.intervene(small_model(), gates=gates):
+@pytest.mark.parametrize("gates, error", [
+    ({"self": torch.ones(2, 4)}, ValueError), ({"cross": torch.ones(2, 3)}, ValueError),
+    ({"cross": torch.ones(2, 4).long()}, TypeError), ({"cross": [[1.0] * 4] * 2}, TypeError)])
+def test_bad_gates_are_named(gates, error):
+    with pytest.raises(error, match="gates"), tl.intervene(small_model(), gates=gates):
         pass
 
 
 def test_a_bad_window_tensor_is_named():
-    for window in [torch.tensor([2]), torch.tensor(2.0)]:
-        with pytest.raises(ValueError, match="window"), tl.intervene(small_model(), window=window):
+    for window, error in [(torch.tensor([2]), ValueError), (torch.tensor(2.0), TypeError)]:
+        with pytest.raises(error, match="window"), tl.intervene(small_model(), window=window):
             pass

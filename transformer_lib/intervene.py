@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ._checks import check_tensor
+
 KINDS = ("encoder_self", "decoder_self", "cross")
 SOURCE_KINDS = ("encoder_self", "cross")  # the layers whose keys are source
 
@@ -101,11 +103,8 @@ def _check_heads_off(heads_off, layers):
 
 
 def _check_window(window):
-    if isinstance(window, torch.Tensor):
-        if window.dim() != 0 or window.is_floating_point():
-            raise ValueError(f"window must be an int >= 0 or a 0-d integer "
-                             f"tensor, got a {window.dtype} tensor of shape "
-                             f"{tuple(window.shape)}")
+    if isinstance(window, torch.Tensor):  # a graph's input
+        check_tensor("window", window, ndim=0, kind="int")
     elif window is not None and (isinstance(window, bool)
                                  or not isinstance(window, int)
                                  or window < 0):
@@ -120,11 +119,10 @@ def _check_gates(gates, layers):
                              f"{kind!r}")
         blocks = layers[kind]
         want = (len(blocks), blocks[0].num_heads)
-        if not (isinstance(gate, torch.Tensor)
-                and gate.is_floating_point() and tuple(gate.shape) == want):
-            raise ValueError(f"gates[{kind!r}] must be a float tensor of "
-                             f"shape (blocks, heads) = {want}, got "
-                             f"{getattr(gate, 'shape', type(gate))}")
+        check_tensor(f"gates[{kind!r}]", gate, ndim=2, kind="float")
+        if tuple(gate.shape) != want:
+            raise ValueError(f"gates[{kind!r}] must have the shape (blocks, "
+                             f"heads) = {want}, got {tuple(gate.shape)}")
     return gates
 
 
@@ -152,11 +150,8 @@ def intervene(model: nn.Module, *, heads_off=(), gates=None, hidden=None,
                         f"Transformer), got {type(model).__name__}")
     layers = model.attention_layers()
     off = _check_heads_off(heads_off, layers)
-    if hidden is not None and not (isinstance(hidden, torch.Tensor)
-                                   and hidden.dtype == torch.bool
-                                   and hidden.dim() == 2):
-        raise ValueError(f"hidden must be a (B, S) bool tensor, got "
-                         f"{getattr(hidden, 'shape', type(hidden))}")
+    if hidden is not None:
+        check_tensor("hidden", hidden, ndim=2, kind="bool")       # (B, S)
     _check_window(window)
     gates = _check_gates(gates, layers)
     inner = [layer.attention for kind in KINDS for layer in layers[kind]]
