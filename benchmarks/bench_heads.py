@@ -29,23 +29,20 @@ from transformer_lib.translate import evaluate_bleu
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def scores(model, split, src_vocab, tgt_vocab, heads_off=()):
-    """(greedy multi-reference BLEU, validation loss) with heads off."""
-    loader = BatchLoader(split.val, src_vocab, tgt_vocab, 256,
-                         shuffle=False)
+def scores(model, test, val_loader, src_vocab, tgt_vocab, heads_off=()):
+    """(greedy multi-reference BLEU on ``test``, validation loss) with
+    heads off."""
     with tl.intervene(model, heads_off=heads_off):
-        bleu = evaluate_bleu(model, split.test, src_vocab, tgt_vocab).multi
-        loss = evaluate_loss(model, loader)
+        bleu = evaluate_bleu(model, test, src_vocab, tgt_vocab).multi
+        loss = evaluate_loss(model, val_loader)
     return bleu, loss
 
 
-def confidence(model, split, src_vocab, tgt_vocab):
+def confidence(model, val_loader):
     """{(kind, block, head): mean largest weight}, over the validation
     pairs' real queries, the <eos> key left out."""
-    loader = BatchLoader(split.val, src_vocab, tgt_vocab, 256,
-                         shuffle=False)
     sums, count = {}, {}
-    for batch in loader:
+    for batch in val_loader:
         maps = model.attention_maps(batch.src, batch.tgt_in,
                                     batch.src_valid_lens)
         real_src = batch.src != Vocab.pad                      # (B, S)
@@ -78,16 +75,22 @@ def main():
     assert data_src.idx_to_token == src_vocab.idx_to_token
     assert data_tgt.idx_to_token == tgt_vocab.idx_to_token
     started = time.perf_counter()
-    base_bleu, base_loss = scores(model, split, src_vocab, tgt_vocab)
+    val_loader = BatchLoader(split.val, src_vocab, tgt_vocab, 256,
+                             shuffle=False)
+
+    def score(heads_off=()):
+        return scores(model, split.test, val_loader, src_vocab, tgt_vocab,
+                      heads_off)
+
+    base_bleu, base_loss = score()
     print(f"all heads on: BLEU {base_bleu:.1f}, validation loss "
           f"{base_loss:.3f}")
     heads = [(kind, block, head)
              for kind, layers in model.attention_layers().items()
              for block, layer in enumerate(layers)
              for head in range(layer.num_heads)]
-    one_off = {h: scores(model, split, src_vocab, tgt_vocab, [h])
-               for h in heads}
-    trust = confidence(model, split, src_vocab, tgt_vocab)
+    one_off = {h: score([h]) for h in heads}
+    trust = confidence(model, val_loader)
     print(f"\n{'head off':<22} {'BLEU':>6} {'dBLEU':>6} {'loss':>6} "
           f"{'dloss':>6} {'conf.':>6}")
     for h in heads:
@@ -100,12 +103,12 @@ def main():
     removed = []
     for h in order:
         removed.append(h)
-        bleu, loss = scores(model, split, src_vocab, tgt_vocab, removed)
+        bleu, loss = score(removed)
         print(f"{len(removed):3d} off (last {str(h):<22}) BLEU {bleu:5.1f}"
               f"  loss {loss:.3f}")
     for kind in ("encoder_self", "decoder_self", "cross"):
         own = [h for h in heads if h[0] == kind]
-        bleu, loss = scores(model, split, src_vocab, tgt_vocab, own)
+        bleu, loss = score(own)
         print(f"all {len(own)} {kind} heads off: BLEU {bleu:.1f}, loss "
               f"{loss:.3f}")
     importance = np.array([-drop[h] for h in heads])
