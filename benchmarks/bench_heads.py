@@ -21,7 +21,7 @@ import torch
 
 import transformer_lib as tl
 from transformer_lib.checkpoint import load_checkpoint
-from transformer_lib.data import BatchLoader, Vocab
+from transformer_lib.data import BatchLoader
 from transformer_lib.recipes import RECIPES
 from transformer_lib.training import evaluate_loss
 from transformer_lib.translate import evaluate_bleu
@@ -36,30 +36,6 @@ def scores(model, test, val_loader, src_vocab, tgt_vocab, heads_off=()):
         bleu = evaluate_bleu(model, test, src_vocab, tgt_vocab).multi
         loss = evaluate_loss(model, val_loader)
     return bleu, loss
-
-
-def confidence(model, val_loader):
-    """{(kind, block, head): mean largest weight}, over the validation
-    pairs' real queries, the <eos> key left out."""
-    sums, count = {}, {}
-    for batch in val_loader:
-        maps = model.attention_maps(batch.src, batch.tgt_in,
-                                    batch.src_valid_lens)
-        real_src = batch.src != Vocab.pad                      # (B, S)
-        real_tgt = batch.tgt_in != Vocab.pad                   # (B, T)
-        not_eos = batch.src != Vocab.eos                       # (B, S)
-        for kind, blocks in maps.items():
-            queries = real_src if kind == "encoder_self" else real_tgt
-            keys = not_eos if kind != "decoder_self" else real_tgt
-            for block, weights in enumerate(blocks):        # (B, h, Q, K)
-                top = weights.masked_fill(~keys[:, None, None, :], 0)
-                top = top.amax(-1)                              # (B, h, Q)
-                for head in range(weights.shape[1]):
-                    key = (kind, block, head)
-                    sums[key] = sums.get(key, 0.0) + float(
-                        top[:, head][queries].sum())
-                    count[key] = count.get(key, 0) + int(queries.sum())
-    return {key: sums[key] / count[key] for key in sums}
 
 
 def main():
@@ -90,7 +66,7 @@ def main():
              for block, layer in enumerate(layers)
              for head in range(layer.num_heads)]
     one_off = {h: score([h]) for h in heads}
-    trust = confidence(model, val_loader)
+    trust = tl.head_confidence(model, val_loader)
     print(f"\n{'head off':<22} {'BLEU':>6} {'dBLEU':>6} {'loss':>6} "
           f"{'dloss':>6} {'conf.':>6}")
     for h in heads:

@@ -10,6 +10,7 @@ One concept per module:
                       d2l's, ViT's fused qkv, jadore801120's post-norm
 - :mod:`.record`      recording attention weights (``record_attention``)
 - :mod:`.intervene`   heads off, source words hidden (``intervene``)
+- :mod:`.heads`       each head's confidence (``head_confidence``)
 - :mod:`.ffn`         the position-wise feed-forward network
 - :mod:`.addnorm`     residual connection + LayerNorm
 - :mod:`.positional`  sinusoidal positional encoding
@@ -49,6 +50,7 @@ from .layouts import (FusedSelfAttention, PostNormMultiHeadAttention,
 from .model import EncoderDecoder, Transformer, TransformerConfig
 from .multihead import KVCache, MultiHeadAttention, merge_heads, split_heads
 from .positional import PositionalEncoding, sinusoidal_encoding
+from .heads import head_confidence
 from .intervene import intervene
 from .record import AttentionMaps, record_attention
 
@@ -63,8 +65,8 @@ __all__ = [
     "Transformer", "TransformerConfig", "TransformerDecoder",
     "TransformerDecoderBlock", "TransformerEncoder",
     "TransformerEncoderBlock", "attention_mask", "beam_search", "doctor",
-    "fused_from_separate", "greedy_decode", "intervene", "length_penalty",
-    "masked_softmax", "merge_heads",
+    "fused_from_separate", "greedy_decode", "head_confidence",
+    "intervene", "length_penalty", "masked_softmax", "merge_heads",
     "post_norm_from_separate", "record_attention",
     "scaled_dot_product_attention", "separate_from_fused",
     "sinusoidal_encoding", "split_heads", "transpose_output",
