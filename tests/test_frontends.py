@@ -255,3 +255,68 @@ def test_moving_a_slider_in_a_live_kernel_changes_the_figure(server, chromium, c
         assert not [e for e in errors if not _harmless(e)], errors
     finally:
         page.close()
+
+
+SWITCHES = "head_switches"
+CHECKPOINT = ROOT / "_build" / "translator" / "exported.ckpt"
+
+
+def _switches_notebook(workdir: Path, sentence: str):
+    """A notebook that shows chapter 8's translator with tl's head switches."""
+    cells = [nbformat.v4.new_code_cell(
+        "from transformer_lib.checkpoint import load_checkpoint\n"
+        "from transformer_lib.switches import head_switches\n"
+        f"model, src_vocab, tgt_vocab, _ = load_checkpoint({str(CHECKPOINT)!r})\n"
+        f"head_switches(model, src_vocab, tgt_vocab, {sentence!r})")]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), workdir / f"{SWITCHES}.ipynb")
+
+
+def test_the_head_switches_change_the_translation_in_a_live_kernel(server, chromium):
+    import transformer_lib as tl
+    from transformer_lib.checkpoint import load_checkpoint
+    from transformer_lib.translate import translate_with_attention
+
+    if not CHECKPOINT.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHECKPOINT} is missing: chapter 8 writes it in the book build")
+        pytest.skip("no exported model: build the book (`make book`)")
+    model, src_vocab, tgt_vocab, extra = load_checkpoint(CHECKPOINT)
+    cross = [("cross", b, h) for b, layer in enumerate(model.attention_layers()["cross"])
+             for h in range(layer.num_heads)]
+
+    def french(sentence, off=()):
+        with tl.intervene(model, heads_off=off):
+            return translate_with_attention(model, sentence, src_vocab, tgt_vocab).text
+
+    # a held-out sentence whose French changes without cross-attention (checked here first)
+    sentence = next(s for s in extra["held_out"] if french(s) != french(s, cross))
+    _switches_notebook(server.workdir, sentence)
+    page = chromium.new_page(viewport={"width": 1280, "height": 1000})
+    errors = []
+    page.on("console", lambda m: m.type == "error" and not m.text.startswith("Failed to load resource")
+            and errors.append(m.text))
+    page.on("pageerror", lambda e: errors.append(e.message))
+    local = f"http://127.0.0.1:{server.port}"
+    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith((local, "data:", "blob:"))
+               else r.abort())
+    try:
+        page.goto(server.url(SWITCHES))
+        _run_all(page, server.front_end, SWITCHES)
+        shown = page.locator(".tl-sw-french")
+        shown.wait_for(timeout=60_000)
+        assert shown.inner_text() == french(sentence)
+        for kind, block, head in cross:            # every cross-attention head, clicked off
+            button = page.locator(f"button[title='cross-attention, block {block + 1}, "
+                                  f"head {head + 1}']")
+            button.scroll_into_view_if_needed()
+            button.click()
+        page.wait_for_function("(want) => { const p = document.querySelector('.tl-sw-french');"
+                               " return p && p.textContent === want; }",
+                               arg=french(sentence, cross), timeout=60_000)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"{server.front_end}-head-switches.png"), full_page=True)
+        print(f"{server.front_end}: {sentence!r} -> {french(sentence)!r}; cross-attention off: "
+              f"{french(sentence, cross)!r}")
+        assert not [e for e in errors if not _harmless(e)], errors
+    finally:
+        page.close()

@@ -168,3 +168,138 @@ def test_a_clear_message_when_the_translator_cannot_run(translator_page, failure
                 "model missing": "translator.json"}[failure]
     assert expected in status
     assert not _ours(page_errors), page_errors
+
+
+# Chapter 9's box has the switches of tl.intervene (heads, hidden words, the encoder's window).
+SWITCH_PAGE = "notebooks/09_experiments.html"
+NUM_SWITCHED = 30
+TEN_WORDS = "I think he is afraid of the dark in the house."
+
+
+def _switched(page, box, settings):
+    """Translate the box's sentence with ``settings``, set as a reader's clicks would set them."""
+    box.evaluate("(b, s) => { b.tlSwitches.set(s); }", settings)
+    done = box.evaluate("b => b.tlDone || 0")
+    box.evaluate("b => b.tlRun()")
+    page.wait_for_function("([b, n]) => (b.tlDone || 0) > n", arg=[box.element_handle(), done])
+    return box.evaluate("b => ({result: b.tlResult, settings: b.tlSettings, "
+                        "error: b.tlError || null})")
+
+
+def _settings(model, source_len, ranking, name):
+    """(page settings, intervene's arguments) for the named setting."""
+    import torch
+
+    layers = model.attention_layers()
+    gates = {kind: [[1] * blocks[0].num_heads for _ in blocks] for kind, blocks in layers.items()}
+    off, hidden, window = [], [], None
+    if name == "one cross head off":
+        off = [("cross", len(layers["cross"]) - 1, 0)]
+    elif name == "one encoder head off":
+        off = [("encoder_self", 0, 1)]
+    elif name == "decoder self-attention off":
+        off = [("decoder_self", b, h) for b, blocks in enumerate(gates["decoder_self"])
+               for h in range(len(blocks))]
+    elif name == "a hidden word":
+        hidden = [min(1, source_len - 1)]
+    elif name == "window 1":
+        window = 1
+    elif name == "top half":
+        off = [tuple(entry) for entry in ranking[len(ranking) // 2:]]
+    for kind, block, head in off:
+        gates[kind][block][head] = 0
+    mask = torch.zeros(1, source_len + 1, dtype=torch.bool)       # + <eos>
+    mask[0, hidden] = True
+    return ({"gates": gates, "hidden": hidden, "window": window},
+            {"heads_off": off, "hidden": mask if hidden else None, "window": window})
+
+
+SETTINGS = ["all on", "one cross head off", "one encoder head off", "decoder self-attention off",
+            "a hidden word", "window 1", "top half"]
+
+
+def test_the_switches_translate_like_intervene(translator_page):
+    import transformer_lib as tl
+    from transformer_lib.data import preprocess, tokenize
+    from transformer_lib.translate import decode_ids
+
+    server, routes, page, received, errors = translator_page
+    model, src_vocab, tgt_vocab, extra = _reference()
+    sentences = extra["held_out"][:NUM_SWITCHED]
+    page.goto(server.url + SWITCH_PAGE, wait_until="networkidle")
+    boxes = page.locator(".tl-tr", has=page.locator(".tl-tr-switches"))
+    assert boxes.count() == 1
+    box = boxes.first
+    box.scroll_into_view_if_needed()
+    _translate(page, box, sentences[0])                 # loads the model, draws the switches
+    ranking = box.evaluate("b => b.tlRanking")
+    heads = [(kind, b, h) for kind, blocks in model.attention_layers().items()
+             for b, layer in enumerate(blocks) for h in range(layer.num_heads)]
+    assert sorted(map(tuple, ranking)) == sorted(heads)   # every head, once
+    assert box.locator(".tl-tr-head").count() == len(heads)
+
+    compared = 0
+    for sentence in sentences:
+        box.locator(".tl-tr-input").fill(sentence)
+        source = tokenize(preprocess(sentence))
+        for name in SETTINGS:
+            settings, switches = _settings(model, len(source), ranking, name)
+            state = _switched(page, box, settings)
+            assert state["error"] is None, state["error"]
+            assert state["settings"] == settings
+            result = state["result"]
+            with tl.intervene(model, **switches):
+                [want] = decode_ids(model, [source], src_vocab, tgt_vocab)
+            assert result["ids"] == want, (sentence, name, result["tokens"],
+                                           tgt_vocab.to_tokens(want))
+            cross = np.array(result["cross"])                   # (steps, blocks, h, S)
+            for kind, block, head in switches["heads_off"]:
+                if kind == "cross":
+                    assert not cross[:, block, head].any(), (sentence, name)
+            for position in settings["hidden"]:
+                assert not cross[..., position].any(), (sentence, name)
+            compared += 1
+    assert compared == NUM_SWITCHED * len(SETTINGS)
+
+    # Real clicks: a head's button, a word, the window, "keep the top k", "all on".
+    box.locator(".tl-tr-input").fill(TEN_WORDS)
+    _switched(page, box, _settings(model, 11, ranking, "all on")[0])
+    box.locator(".tl-tr-head").nth(0).click()
+    page.wait_for_function("b => !b.tlSettings.gates.encoder_self[0][0]", arg=box.element_handle())
+    assert box.locator(".tl-tr-head").nth(0).get_attribute("aria-pressed") == "false"
+    box.locator(".tl-tr-word").nth(2).click()
+    page.wait_for_function("b => b.tlSettings.hidden.includes(2)", arg=box.element_handle())
+    box.locator(".tl-tr-window select").select_option("1")
+    page.wait_for_function("b => b.tlSettings.window === 1", arg=box.element_handle())
+    box.locator(".tl-tr-all").click()
+    page.wait_for_function("b => b.tlSettings.gates.encoder_self[0][0] === 1 && "
+                           "b.tlSettings.hidden.length === 1", arg=box.element_handle())
+    slider = box.locator(".tl-tr-top input")
+    slider.fill("4")
+    page.wait_for_function("([b, r]) => r.slice(4).every(([k, l, h]) => "
+                           "b.tlSettings && b.tlSettings.gates[k][l][h] === 0)",
+                           arg=[box.element_handle(), ranking])
+
+    # The latency a reader feels: from a click on a head's button to the new translation (and
+    # its attention view) on a 10-word sentence, the model loaded; measured in the page.
+    box.locator(".tl-tr-all").click()
+    box.evaluate("b => b.addEventListener('click', () => { b.tlClickAt = performance.now(); },"
+                 " true)")
+    latencies = []
+    for i in range(20):
+        done = box.evaluate("b => b.tlDone")
+        box.locator(".tl-tr-head").nth(i % len(heads)).click()
+        page.wait_for_function("([b, n]) => b.tlDone > n", arg=[box.element_handle(), done])
+        latencies.append(box.evaluate("b => b.tlDoneAt - b.tlClickAt"))
+    shots = ROOT / "_build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    box.locator(".tl-tr-word").nth(3).click()
+    page.wait_for_function("b => b.tlSettings.hidden.includes(3)", arg=box.element_handle())
+    box.screenshot(path=str(shots / "09_translator-switches.png"))
+    median = float(np.median(latencies))
+    print(f"\n{compared} translations with switches equal intervene's; click to new "
+          f"translation on a 10-word sentence: median {median:.0f} ms, max "
+          f"{max(latencies):.0f} ms ({len(latencies)} clicks)")
+    assert median <= 100
+    assert not routes.refused, routes.refused
+    assert not _ours(errors), errors

@@ -80,8 +80,22 @@
                           [1, values.length]);
   }
 
-  async function translate(model, sentence) {
+  // The switches of tl.intervene, all on: every head, no hidden word, no
+  // window.  gates[kind][block][head] is 1 (on) or 0 (off); hidden holds
+  // the positions of hidden source words; window is k (encoder position i
+  // sees positions j with |i - j| <= k) or null (no limit).
+  function allOn(config) {
+    const ones = n => Array.from({length: n},
+                                 () => new Array(config.num_heads).fill(1));
+    return {gates: {encoder_self: ones(config.num_enc_blocks),
+                    decoder_self: ones(config.num_blocks),
+                    cross: ones(config.num_blocks)},
+            hidden: [], window: null};
+  }
+
+  async function translate(model, sentence, settings) {
     const {ort, config, encoder, decoder, srcIndex} = model;
+    settings = settings || allOn(config);
     const source = tokenize(preprocess(sentence));
     if (source.length === 0) return {source, empty: true};
     const srcIds = source.map(t => srcIndex.has(t) ? srcIndex.get(t)
@@ -90,15 +104,18 @@
     const S = srcIds.length;
     const L = config.num_blocks, H = config.num_heads;
     const lens = new ort.Tensor("int64", BigInt64Array.from([BigInt(S)]), [1]);
-    // the switches of tl.intervene, all on: every head, no hidden word, a
-    // window as long as the source
-    const gates = n => new ort.Tensor("float32", new Float32Array(n * H).fill(1),
-                                      [n, H]);
-    const hidden = new ort.Tensor("bool", new Uint8Array(S), [1, S]);
-    const span = new ort.Tensor("int64", BigInt64Array.from([BigInt(S)]), []);
+    // the switches as the graphs' inputs; a window as long as the source
+    // limits nothing; <eos> (the last position) is never hidden
+    const gate = rows => new ort.Tensor("float32", Float32Array.from(rows.flat()),
+                                        [rows.length, H]);
+    const mask = new Uint8Array(S);
+    for (const i of settings.hidden) if (i < S - 1) mask[i] = 1;
+    const hidden = new ort.Tensor("bool", mask, [1, S]);
+    const k = settings.window === null ? S : Math.min(settings.window, S);
+    const span = new ort.Tensor("int64", BigInt64Array.from([BigInt(k)]), []);
     const {memory} = await encoder.run({src: ids64(ort, srcIds),
                                         src_valid_len: lens,
-                                        encoder_gate: gates(config.num_enc_blocks),
+                                        encoder_gate: gate(settings.gates.encoder_self),
                                         hidden, window: span});
     let steps = 2 * S + 5;
     if (config.max_len) steps = Math.min(steps, config.max_len - 1);
@@ -107,7 +124,8 @@
     for (let t = 0; t < steps; t++) {
       const tgt = ids64(ort, [config.bos_id, ...outputs]);
       const result = await decoder.run({tgt, memory, src_valid_len: lens,
-                                        decoder_gate: gates(L), cross_gate: gates(L),
+                                        decoder_gate: gate(settings.gates.decoder_self),
+                                        cross_gate: gate(settings.gates.cross),
                                         hidden});
       const logits = result.logits.data;
       let best = 0;
@@ -152,16 +170,138 @@
                       keys: "source", layers}}}]};
   }
 
-  window.tlTranslator = function (root, fallbackBase) {
+  const KIND_TITLES = {encoder_self: "encoder self-attention",
+                       decoder_self: "decoder self-attention",
+                       cross: "cross-attention"};
+  const MAX_WINDOW = 5;
+
+  function el(name, attrs, parent, text) {
+    const node = document.createElement(name);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, v);
+    if (text !== undefined) node.textContent = text;
+    if (parent) parent.appendChild(node);
+    return node;
+  }
+
+  // The switch panel: a grid of heads per kind (a row per block), "all on",
+  // "keep the top k" (with a ranking, most important first), the encoder's
+  // window, and the source words, which a click hides.  change() is called
+  // after every change of the settings.
+  function switchPanel(panel, config, ranking, change) {
+    let settings = allOn(config);
+    const heads = [];   // [kind, block, head, button]
+    panel.innerHTML = "";
+    const grids = el("div", {class: "tl-tr-grids"}, panel);
+    for (const [kind, title] of Object.entries(KIND_TITLES)) {
+      const box = el("fieldset", {class: "tl-tr-grid"}, grids);
+      el("legend", {}, box, title);
+      settings.gates[kind].forEach((row, block) => {
+        const line = el("div", {class: "tl-tr-block"}, box);
+        el("span", {class: "tl-tr-label"}, line, `block ${block + 1}`);
+        row.forEach((_, head) => {
+          const b = el("button", {type: "button", class: "tl-tr-head",
+                                  "aria-pressed": "true",
+                                  "aria-label": `${title}, block ${block + 1}, head ${head + 1}`,
+                                  "data-kind": kind, "data-block": block,
+                                  "data-head": head}, line, String(head + 1));
+          b.addEventListener("click", () => {
+            const g = settings.gates[kind][block];
+            g[head] = 1 - g[head];
+            show();
+            change();
+          });
+          heads.push([kind, block, head, b]);
+        });
+      });
+    }
+    const row = el("div", {class: "tl-tr-row"}, panel);
+    const allButton = el("button", {type: "button", class: "tl-tr-all"}, row, "all on");
+    allButton.addEventListener("click", () => {
+      settings = {...allOn(config), hidden: settings.hidden, window: settings.window};
+      if (top) top.value = top.max;
+      show();
+      change();
+    });
+    let top = null, topLabel = null;
+    if (ranking && ranking.length) {
+      const label = el("label", {class: "tl-tr-top"}, row);
+      topLabel = el("span", {}, label);
+      top = el("input", {type: "range", min: 0, max: ranking.length,
+                         value: ranking.length, "aria-label": "heads kept, most important first"},
+               label);
+      top.addEventListener("input", () => {
+        const kept = +top.value;
+        const gates = allOn(config).gates;
+        ranking.slice(kept).forEach(([kind, block, head]) => { gates[kind][block][head] = 0; });
+        settings.gates = gates;
+        show();
+        change();
+      });
+    }
+    const windowLabel = el("label", {class: "tl-tr-window"}, row, "encoder window ");
+    const windowSelect = el("select", {"aria-label": "encoder window"}, windowLabel);
+    el("option", {value: "all"}, windowSelect, "all words");
+    for (let k = 0; k <= MAX_WINDOW; k++) el("option", {value: k}, windowSelect, `±${k}`);
+    windowSelect.addEventListener("change", () => {
+      settings.window = windowSelect.value === "all" ? null : +windowSelect.value;
+      change();
+    });
+    const words = el("div", {class: "tl-tr-words", role: "group",
+                             "aria-label": "source words: click to hide"}, panel);
+
+    function show() {
+      let on = 0;
+      for (const [kind, block, head, b] of heads) {
+        const value = settings.gates[kind][block][head];
+        on += value;
+        b.setAttribute("aria-pressed", value ? "true" : "false");
+      }
+      if (topLabel) topLabel.textContent = `keep the top ${top.value} `;
+      allButton.textContent = `all on (${on} of ${heads.length} on)`;
+    }
+    show();
+
+    return {
+      get settings() { return settings; },
+      set(next) {  // for tests: the same settings a reader could click
+        settings = next;
+        windowSelect.value = next.window === null ? "all" : String(next.window);
+        show();
+      },
+      words(source) {  // the source words of the last translation
+        words.innerHTML = "";
+        el("span", {class: "tl-tr-label"}, words, "hide a word:");
+        source.forEach((token, i) => {
+          const b = el("button", {type: "button", class: "tl-tr-word",
+                                  "aria-pressed": settings.hidden.includes(i) ? "true" : "false",
+                                  "data-position": i}, words, token);
+          b.addEventListener("click", () => {
+            settings.hidden = settings.hidden.includes(i)
+              ? settings.hidden.filter(j => j !== i) : [...settings.hidden, i].sort((a, b) => a - b);
+            b.setAttribute("aria-pressed", settings.hidden.includes(i) ? "true" : "false");
+            change();
+          });
+        });
+      },
+    };
+  }
+
+  window.tlTranslator = function (root, fallbackBase, options) {
+    options = options || {};
     const base = siteRoot(fallbackBase);
     const input = root.querySelector(".tl-tr-input");
     const button = root.querySelector(".tl-tr-button");
     const status = root.querySelector(".tl-tr-status");
     const output = root.querySelector(".tl-tr-output");
     const view = root.querySelector(".tl-tr-view");
+    const panelBox = root.querySelector(".tl-tr-switches");
+    let panel = null, running = false, again = false, sentence = null;
     root.tlPreprocess = preprocess;  // for the tests
     root.tlTokens = text => tokenize(preprocess(text));
     async function run() {
+      // one translation at a time: a change during one asks for another
+      if (running) { again = true; return; }
+      running = true;
       button.disabled = true;
       const started = performance.now();
       try {
@@ -172,14 +312,23 @@
         status.textContent = loading ? "Translating…" :
           "Loading the model and ONNX Runtime Web (once)…";
         const model = await load(base);
+        if (panelBox && !panel) {
+          panel = switchPanel(panelBox, model.config, options.ranking, run);
+          root.tlSwitches = panel;
+        }
+        if (panel && input.value !== sentence) panel.settings.hidden = [];  // a new sentence
+        sentence = input.value;
+        const settings = panel ? panel.settings : null;
+        root.tlSettings = settings && JSON.parse(JSON.stringify(settings));
         status.textContent = "Translating…";
-        const result = await translate(model, input.value);
+        const result = await translate(model, input.value, settings);
         result.ms = performance.now() - started;
         root.tlResult = result;
         output.textContent = result.text || "(the empty sentence)";
         status.textContent = (result.unknown.length
           ? "Not in the vocabulary, read as <unk>: " + result.unknown.join(", ") + ". "
           : "") + `${result.ids.length} decoding steps in ${Math.round(result.ms)} ms.`;
+        if (panel) panel.words(result.source);
         view.innerHTML = "";
         window.tlAttentionView(view, viewData(result));
       } catch (err) {
@@ -189,9 +338,14 @@
           "in a notebook, call tl.translate instead.";
       } finally {
         button.disabled = false;
+        running = false;
+        root.tlDoneAt = performance.now();  // for the tests' latency
         root.tlDone = (root.tlDone || 0) + 1;
+        if (again) { again = false; run(); }
       }
     }
+    root.tlRun = run;                // for the tests: translate now
+    root.tlRanking = options.ranking || null;
     button.addEventListener("click", run);
     input.addEventListener("keydown", e => { if (e.key === "Enter") run(); });
   };
