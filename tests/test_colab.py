@@ -26,6 +26,21 @@ def render(n):
 box = w.figure_explorer(render, {"n": [2, 3]})
 print(box.mode, w.supports_static())
 """
+# chapter 9's head switches, on ipywidgets 7.7.1: built, and a head's button changes the settings
+SWITCH_CHECK = """
+import torch, transformer_lib as tl
+from transformer_lib.data import Vocab
+from transformer_lib.switches import head_switches
+src, tgt = Vocab([["i", "am", "cold", "."]] * 2), Vocab([["je", "suis", "froid", "."]] * 2)
+torch.manual_seed(0)
+model = tl.Transformer(tl.TransformerConfig(len(src), len(tgt), num_hiddens=16, ffn_num_hiddens=32,
+                                            num_heads=2, num_enc_blks=1, num_dec_blks=1,
+                                            max_len=16)).eval()
+panel = head_switches(model, src, tgt, "i am cold .")
+panel.heads["cross", 0, 1].value = False
+panel.words.children[0].value = True
+print(panel.settings(), panel.figure.value[:4] == b"\\x89PNG")
+"""
 
 
 def install_cells():
@@ -50,3 +65,5 @@ def test_install_cell_keeps_colabs_torch_and_ipywidgets(tmp_path):
     assert run(python, "-c", VERSIONS).stdout == before  # torch, ipywidgets, IPython, numpy untouched
     # outside a kernel the live redraw prints the image's repr first; the verdict is the last line
     assert run(python, "-c", LIVE_CHECK, cwd=tmp_path).stdout.strip().splitlines()[-1] == "live False"
+    assert run(python, "-c", SWITCH_CHECK, cwd=tmp_path).stdout.strip().splitlines()[-1] == (
+        "{'heads_off': [('cross', 0, 1)], 'hidden': [0], 'window': None} True")
