@@ -268,7 +268,10 @@ def _switches_notebook(workdir: Path, sentence: str):
         "from transformer_lib.switches import head_switches\n"
         f"model, src_vocab, tgt_vocab, _ = load_checkpoint({str(CHECKPOINT)!r})\n"
         f"head_switches(model, src_vocab, tgt_vocab, {sentence!r})")]
-    nbformat.write(nbformat.v4.new_notebook(cells=cells), workdir / f"{SWITCHES}.ipynb")
+    # with a kernel named, as the chapters have: without one, JupyterLab asks which to start
+    kernel = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    nbformat.write(nbformat.v4.new_notebook(cells=cells, metadata=kernel),
+                   workdir / f"{SWITCHES}.ipynb")
 
 
 def test_the_head_switches_change_the_translation_in_a_live_kernel(server, chromium):
