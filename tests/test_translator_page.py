@@ -291,10 +291,28 @@ def test_the_switches_translate_like_intervene(translator_page):
         box.locator(".tl-tr-head").nth(i % len(heads)).click()
         page.wait_for_function("([b, n]) => b.tlDone > n", arg=[box.element_handle(), done])
         latencies.append(box.evaluate("b => b.tlDoneAt - b.tlClickAt"))
+    # The screenshot: two of the last block's cross-attention heads off and a word hidden,
+    # that block's cross-attention shown (0 on the two heads and on the word's column).
+    # (word 2, hidden above, shown again, every word in the window; each click waits for its
+    # own translation)
+    last = len(model.attention_layers()["cross"]) - 1
+    done = box.evaluate("b => b.tlDone")
+    box.locator(".tl-tr-window select").select_option("all")
+    page.wait_for_function("([b, n]) => b.tlDone > n", arg=[box.element_handle(), done])
+    for click in [".tl-tr-all", ".tl-tr-word >> nth=2"] + [f".tl-tr-head[data-kind='cross'][data-block='{last}']"
+                                   f"[data-head='{head}']" for head in (0, 1)]:
+        done = box.evaluate("b => b.tlDone")
+        box.locator(click).click()
+        page.wait_for_function("([b, n]) => b.tlDone > n", arg=[box.element_handle(), done])
+    done = box.evaluate("b => b.tlDone")
+    box.locator(".tl-tr-word").nth(3).click()
+    page.wait_for_function("([b, n]) => b.tlDone > n", arg=[box.element_handle(), done])
+    assert box.evaluate("b => [b.tlSettings.hidden, b.tlSettings.window]") == [[3], None]
+    box.locator(".tl-av-layer").select_option(str(last))
+    box.locator(".tl-av-matrix-head").select_option("2")     # a head that is on
     shots = ROOT / "_build" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
-    box.locator(".tl-tr-word").nth(3).click()
-    page.wait_for_function("b => b.tlSettings.hidden.includes(3)", arg=box.element_handle())
+    page.set_viewport_size({"width": 1280, "height": 2400})  # the whole box below the header
     box.screenshot(path=str(shots / "09_translator-switches.png"))
     median = float(np.median(latencies))
     print(f"\n{compared} translations with switches equal intervene's; click to new "

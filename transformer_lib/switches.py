@@ -149,9 +149,10 @@ class HeadSwitches:
             self.result = translate_with_attention(
                 self.model, self.text.value, self.src_vocab,
                 self.tgt_vocab)
+        # the figure first: when the French changes, its attention is shown
+        self.figure.value = figure_to_png(self._cross_figure(), dpi=72)
         self.french.value = (f"<p class='tl-sw-french' style='font-size:"
                              f"1.2em'>{html.escape(self.result.text)}</p>")
-        self.figure.value = figure_to_png(self._cross_figure(), dpi=72)
 
     def _cross_figure(self):
         """Each block's cross-attention, averaged over its heads that
