@@ -211,8 +211,8 @@ def _figure(widget):
     return images[0].screenshot()
 
 
-@pytest.mark.parametrize("chapter", CHAPTERS)
-def test_moving_a_slider_in_a_live_kernel_changes_the_figure(server, chromium, chapter):
+def _offline_page(chromium, server):
+    """A page that reaches only the server, and the errors it reports."""
     page = chromium.new_page(viewport={"width": 1280, "height": 1000})
     errors = []  # failed loads are judged by their URL (the responses), not by the console's text
     page.on("console", lambda m: m.type == "error" and not m.text.startswith("Failed to load resource")
@@ -222,6 +222,12 @@ def test_moving_a_slider_in_a_live_kernel_changes_the_figure(server, chromium, c
     local = f"http://127.0.0.1:{server.port}"
     page.route("**/*", lambda r: r.continue_() if r.request.url.startswith((local, "data:", "blob:"))
                else r.abort())
+    return page, errors
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_moving_a_slider_in_a_live_kernel_changes_the_figure(server, chromium, chapter):
+    page, errors = _offline_page(chromium, server)
     try:
         page.goto(server.url(chapter))
         _run_all(page, server.front_end, chapter)
@@ -294,14 +300,7 @@ def test_the_head_switches_change_the_translation_in_a_live_kernel(server, chrom
     # a held-out sentence whose French changes without cross-attention (checked here first)
     sentence = next(s for s in extra["held_out"] if french(s) != french(s, cross))
     _switches_notebook(server.workdir, sentence)
-    page = chromium.new_page(viewport={"width": 1280, "height": 1000})
-    errors = []
-    page.on("console", lambda m: m.type == "error" and not m.text.startswith("Failed to load resource")
-            and errors.append(m.text))
-    page.on("pageerror", lambda e: errors.append(e.message))
-    local = f"http://127.0.0.1:{server.port}"
-    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith((local, "data:", "blob:"))
-               else r.abort())
+    page, errors = _offline_page(chromium, server)
     try:
         page.goto(server.url(SWITCHES))
         _run_all(page, server.front_end, SWITCHES)
