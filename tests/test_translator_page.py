@@ -279,6 +279,8 @@ def test_the_switches_translate_like_intervene(translator_page):
     page.wait_for_function("([b, r]) => r.slice(4).every(([k, l, h]) => "
                            "b.tlSettings && b.tlSettings.gates[k][l][h] === 0)",
                            arg=[box.element_handle(), ranking])
+    top_label = box.locator(".tl-tr-top span")
+    assert top_label.inner_text().strip() == "keep the top 4"
 
     # The latency a reader feels: from a click on a head's button to the new translation (and
     # its attention view) on a 10-word sentence, the model loaded; measured in the page.
@@ -305,6 +307,8 @@ def test_the_switches_translate_like_intervene(translator_page):
         done = box.evaluate("b => b.tlDone")
         box.locator(click).click()
         page.wait_for_function("([b, n]) => b.tlDone > n", arg=[box.element_handle(), done])
+    # heads switched by hand that are not the ranking's first ones: the slider says so
+    assert top_label.inner_text().strip() == "keep the top k (set by hand now)"
     done = box.evaluate("b => b.tlDone")
     box.locator(".tl-tr-word").nth(3).click()
     page.wait_for_function("([b, n]) => b.tlDone > n", arg=[box.element_handle(), done])

@@ -249,6 +249,8 @@
     const words = el("div", {class: "tl-tr-words", role: "group",
                              "aria-label": "source words: click to hide"}, panel);
 
+    const gateOf = ([kind, block, head]) => settings.gates[kind][block][head];
+
     function show() {
       let on = 0;
       for (const [kind, block, head, b] of heads) {
@@ -256,7 +258,14 @@
         on += value;
         b.setAttribute("aria-pressed", value ? "true" : "false");
       }
-      if (topLabel) topLabel.textContent = `keep the top ${top.value} `;
+      if (top) {
+        // the slider follows the heads when those on are the ranking's first ones
+        let first = 0;
+        while (first < ranking.length && gateOf(ranking[first])) first++;
+        if (first === on) top.value = first;
+        topLabel.textContent = first === on ? `keep the top ${first} `
+          : "keep the top k (set by hand now) ";
+      }
       allButton.textContent = `all on (${on} of ${heads.length} on)`;
     }
     show();
