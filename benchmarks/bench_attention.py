@@ -1,5 +1,5 @@
 """Time our MultiHeadAttention against torch.nn.MultiheadAttention on this
-machine's CPU.
+machine's CPU (or a GPU: --device cuda).
 
 Run:  python benchmarks/bench_attention.py      (about a minute on 2 cores)
 
@@ -30,20 +30,29 @@ def copy_into_torch(ours: MultiHeadAttention,
         ref.out_proj.weight.copy_(ours.W_o.weight)
 
 
-def seconds_per_call(fn, inner: int) -> float:
+def synchronize(device: torch.device) -> None:
+    """Wait for a GPU's queued kernels, so that the clock sees them."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def seconds_per_call(fn, inner: int, device: torch.device) -> float:
+    synchronize(device)
     start = time.perf_counter()
     for _ in range(inner):
         fn()
+    synchronize(device)
     return (time.perf_counter() - start) / inner
 
 
-def bench(B, T, D, heads, repeats, inner):
+def bench(B, T, D, heads, repeats, inner, device):
     torch.manual_seed(0)
     ours = MultiHeadAttention(D, heads).eval()
     ref = nn.MultiheadAttention(D, heads, bias=False,
                                 batch_first=True).eval()
     copy_into_torch(ours, ref)
-    X = torch.randn(B, T, D)
+    ours, ref = ours.to(device), ref.to(device)
+    X = torch.randn(B, T, D, device=device)
     Xg = X.clone().requires_grad_(True)
     size = f"B={B} T={T} D={D} h={heads}"
     rows = []
@@ -52,8 +61,8 @@ def bench(B, T, D, heads, repeats, inner):
         fn_ours(), fn_ref()  # warm-up
         t_ours, t_ref = [], []
         for _ in range(repeats):  # interleave the two
-            t_ours.append(seconds_per_call(fn_ours, inner))
-            t_ref.append(seconds_per_call(fn_ref, inner))
+            t_ours.append(seconds_per_call(fn_ours, inner, device))
+            t_ref.append(seconds_per_call(fn_ref, inner, device))
         a, b = statistics.median(t_ours), statistics.median(t_ref)
         rows.append((size, name, a * 1e3, b * 1e3, a / b))
 
@@ -92,11 +101,18 @@ def main():
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true",
                         help="fewer repeats (a smoke run)")
+    parser.add_argument("--device", default="cpu",
+                        help="cpu (default), cuda, ...")
     args = parser.parse_args()
     repeats = 2 if args.quick else args.repeats
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    rows = bench(32, 64, 256, 4, repeats, inner=5)
-    rows += bench(32, 256, 512, 8, repeats, inner=2)
+    device = torch.device(args.device)
+    where = (torch.cuda.get_device_name(device) if device.type == "cuda"
+             else f"{torch.get_num_threads()} threads")
+    print(f"torch {torch.__version__}, {device.type}: {where}")
+    # a GPU's calls take microseconds: more of them per timing
+    inner = 50 if device.type == "cuda" else 1
+    rows = bench(32, 64, 256, 4, repeats, 5 * inner, device)
+    rows += bench(32, 256, 512, 8, repeats, 2 * inner, device)
     print(f"{'size':<21} {'case':<25} {'ours ms':>8} {'torch ms':>8} "
           f"{'ratio':>6}")
     for size, name, a, b, ratio in rows:

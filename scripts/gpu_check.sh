@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The GPU check of the README ("On a GPU"): run from the repository's root on a
+# machine with CUDA, torch and Jupyter's nbclient/ipykernel installed.
+#   OUT=gpu_out GPU_MINUTES=1 scripts/gpu_check.sh
+# 1. what the chapters' install cell does to the installed packages (pip freeze
+#    before and after; TRANSFORMER_LIB_SOURCE=. stands in for the repository's URL);
+# 2. the doctor, and benchmarks/bench_attention.py and bench_decode.py on CUDA;
+# 3. every chapter, executed headless twice, each pass in its own copy of the
+#    repository: as the GPU gives it ("auto": bf16 where the GPU has it) and with
+#    float16 and loss scaling forced (TRANSFORMER_LIB_PRECISION=float16), as a T4
+#    runs it. Chapter 8's GPU_MINUTES is lowered to $GPU_MINUTES. In each pass
+#    three kernels run at once (chapter 8; chapter 9; the others in order), so
+#    six share the GPU: the times are an upper bound on a lone reader's.
+# Everything lands in $OUT: log.txt, freeze.diff and results.tar.gz (each pass's
+# executed notebooks, what they printed, times.json).
+set -uo pipefail
+OUT=$(realpath -m "${OUT:-gpu_out}")
+GPU_MINUTES=${GPU_MINUTES:-1}
+PASS_SECONDS=${PASS_SECONDS:-420}
+REPO=$(pwd)
+mkdir -p "$OUT"
+exec > >(tee "$OUT/log.txt") 2>&1
+
+echo "== machine"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+python3 -c "import sys, torch; print(sys.version.split()[0], torch.__version__,
+torch.version.cuda, torch.cuda.get_device_name(),
+'bf16:', torch.cuda.is_bf16_supported())"
+
+echo "== the install cell"
+python3 -m pip freeze 2>/dev/null | sort > "$OUT/freeze_before.txt"
+# from /tmp: in the repository's root, its folder transformer_lib/ would be found
+cd /tmp && TRANSFORMER_LIB_SOURCE=$REPO python3 - <<'EOF'
+import json, os, time
+path = os.environ["TRANSFORMER_LIB_SOURCE"] + "/notebooks/01_attention.ipynb"
+cell = json.load(open(path))["cells"][2]
+start = time.perf_counter()
+exec("".join(cell["source"]))
+print(f"install cell: {time.perf_counter() - start:.1f} s")
+EOF
+cd "$REPO"
+python3 -m pip freeze 2>/dev/null | sort > "$OUT/freeze_after.txt"
+diff "$OUT/freeze_before.txt" "$OUT/freeze_after.txt" > "$OUT/freeze.diff"
+echo "pip freeze, before -> after:"; cat "$OUT/freeze.diff"
+rm "$OUT/freeze_before.txt" "$OUT/freeze_after.txt"
+(cd /tmp && python3 -m transformer_lib doctor)
+
+echo "== benchmarks on CUDA"
+python3 benchmarks/bench_attention.py --device cuda
+python3 benchmarks/bench_decode.py --device cuda
+python3 benchmarks/bench_decode.py --device cuda --batch 1
+
+echo "== chapters"
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
+run_pass() {      # run_pass NAME [VAR=VALUE ...]: one pass, three kernels at once
+    local name=$1; shift
+    local results=$OUT/results/$name
+    mkdir -p "$results"
+    for part in 08 09 rest; do
+        rm -rf "/tmp/pass-$name-$part"
+        cp -r "$REPO" "/tmp/pass-$name-$part"
+    done
+    local rest="07 01 02 03 04 05 06"
+    for part in 08 09 rest; do
+        local chapters=$part
+        [ "$part" = rest ] && chapters=$rest
+        (cd "/tmp/pass-$name-$part" && env "$@" timeout "$PASS_SECONDS" \
+            python3 scripts/run_chapters.py $chapters \
+            --set GPU_MINUTES="$GPU_MINUTES" --out "$results/$part" \
+            2>&1 | sed "s/^/[$name] /") &
+        PIDS+=($!)
+    done
+}
+start=$(date +%s)
+PIDS=()      # (a bare wait would wait for the tee above too: for ever)
+run_pass auto
+run_pass float16 TRANSFORMER_LIB_PRECISION=float16
+wait "${PIDS[@]}"
+echo "chapters: $(( $(date +%s) - start )) s in all"
+nvidia-smi --query-gpu=memory.used --format=csv,noheader
+tar -czf "$OUT/results.tar.gz" -C "$OUT" results && rm -rf "$OUT/results"
