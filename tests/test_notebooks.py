@@ -274,3 +274,46 @@ def test_bookkeeping_is_hidden_in_the_book_and_folded_elsewhere():
             else:
                 shown = re.sub(r"#.*", "", cell.source)       # comments may name them
                 assert not re.search(r"\b(glue|claim)\(", shown), f"bookkeeping shown in {where}"
+
+
+# --- Figures: the figure shows, its drawing code one click away ----------------------------------
+# A figure's drawing code (matplotlib's calls) runs in a cell of its own that starts with
+# "# @title Figure: <what it shows>": folded in the book (tag hide-input: the figure shows, a
+# button shows the code), in JupyterLab (jupyter.source_hidden) and on Colab (its form view).
+# What the figure measures is computed in the open cells before it.
+FIGURE_TAG, FIGURE_TITLE = "hide-input", "# @title Figure: "
+_DRAWING = re.compile(
+    r"\bplt\.(?!show\(\))\w+\(|(?<!torch)(?<!np)\.(set_\w+|plot|semilogy|loglog|imshow|bar|barh|hist|scatter|"
+    r"text|annotate|legend|colorbar|tight_layout|axhline|axvline|fill_between|add_patch|"
+    r"twinx|sharey|sharex|tick_params)\(")
+
+
+def drawing_lines(cell) -> list[str]:
+    """The lines of an open code cell that draw (matplotlib), comments left out."""
+    return [line.strip() for line in cell.source.splitlines()
+            if _DRAWING.search(re.sub(r"#.*", "", line))]
+
+
+def is_open(cell) -> bool:
+    tags = set(cell.metadata.get("tags", []))
+    return cell.cell_type == "code" and not tags & {BOOKKEEPING_TAG, FIGURE_TAG, SOLUTION_CELL_TAG}
+
+
+def test_the_drawing_check_catches_drawing_code():
+    drawing = nbformat.v4.new_code_cell("fig, ax = plt.subplots()\nax.plot(x, y)  # the curve\nplt.show()")
+    computing = nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\ntorch.set_num_threads(1)\ny = x.sum()  # .plot( not\nplt.show()")
+    assert drawing_lines(drawing) == ["fig, ax = plt.subplots()", "ax.plot(x, y)  # the curve"]
+    assert drawing_lines(computing) == []
+
+
+def test_figures_are_folded_everywhere_and_drawn_nowhere_else():
+    for path in NOTEBOOKS:
+        for cell in nbformat.read(path, as_version=4).cells:
+            where = f"{path.name}: {cell.source[:60]!r}"
+            if cell.cell_type == "code" and FIGURE_TAG in cell.metadata.get("tags", []):
+                assert cell.source.startswith(FIGURE_TITLE), where
+                assert cell.metadata.get("cellView") == "form", where
+                assert cell.metadata.get("jupyter") == {"source_hidden": True}, where
+            elif is_open(cell):
+                assert not drawing_lines(cell), f"drawing code in an open cell, {where}"
