@@ -10,6 +10,11 @@ the error) and exits with 1 if any failed. With ``--out`` it also writes
 each executed notebook, its printed text (``NN_name.txt``) and
 ``times.json``, after every chapter, so a run cut short keeps what it did.
 
+``--deadline SECONDS`` interrupts the kernel once that much time has
+passed since the script started (the chapter then fails in the cell it
+was running, and what it did so far is written): a time cap that, unlike
+an outer ``timeout``, keeps the partial notebook.
+
 ``--set NAME=VALUE`` replaces the first line ``NAME = ...`` of a chapter's
 code by ``NAME = VALUE`` before it runs (e.g. chapter 8's ``GPU_MINUTES``,
 to check the GPU branch in less time); a chapter that has no such line is
@@ -21,7 +26,9 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -94,7 +101,15 @@ def failing_cell(nb) -> int | None:
     return None
 
 
-def run(path: Path, settings, timeout, out: Path | None) -> dict:
+def interrupt(client: NotebookClient) -> None:
+    """What Jupyter's interrupt button does to a Python kernel: SIGINT (the
+    kernel manager's own method is a coroutine of the client's event loop,
+    which this thread cannot await)."""
+    client.km.provisioner.process.send_signal(signal.SIGINT)
+
+
+def run(path: Path, settings, timeout, out: Path | None,
+        deadline: float | None = None) -> dict:
     nb = nbformat.read(path, as_version=4)
     applied = apply_settings(nb, settings)
     where = {"metadata": {"path": str(path.parent)}}   # the chapter's folder
@@ -102,12 +117,21 @@ def run(path: Path, settings, timeout, out: Path | None) -> dict:
                             resources=where)
     start = time.perf_counter()
     error = None
+    watchdog = None
+    if deadline is not None:          # interrupt the kernel at the deadline
+        watchdog = threading.Timer(max(0.0, deadline - time.monotonic()),
+                                   interrupt, [client])
+        watchdog.daemon = True
+        watchdog.start()
     try:
         client.execute()
     except CellExecutionError as exc:
         error = str(exc).strip().splitlines()[-1][:300]
     except Exception as exc:            # a timeout, a dead kernel, ...
         error = f"{type(exc).__name__}: {exc}"[:300]
+    finally:
+        if watchdog is not None:
+            watchdog.cancel()
     seconds = time.perf_counter() - start
     if out is not None:
         nbformat.write(nb, out / path.name)
@@ -128,15 +152,23 @@ def main(argv=None) -> int:
                         metavar="NAME=VALUE", dest="settings")
     parser.add_argument("--timeout", type=int, default=1800,
                         help="seconds a cell may run (default 1800)")
+    parser.add_argument("--deadline", type=float, metavar="SECONDS",
+                        help="interrupt the chapter running at SECONDS "
+                             "after the start, keeping what it did")
     parser.add_argument("--out", type=Path,
                         help="folder for the executed notebooks and times")
     args = parser.parse_args(argv)
     settings = parse_settings(args.settings)
+    deadline = (None if args.deadline is None
+                else time.monotonic() + args.deadline)
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for path in chapters(args.chapters):
-        result = run(path, settings, args.timeout, args.out)
+        if deadline is not None and time.monotonic() >= deadline:
+            print(f"{path.stem:<28} not run: the deadline had passed")
+            continue
+        result = run(path, settings, args.timeout, args.out, deadline)
         results.append(result)
         status = "ok" if result["ok"] else (
             f"FAILED in cell {result['failing_cell']}: {result['error']}")

@@ -65,3 +65,21 @@ def test_bad_arguments_are_named(args, message):
 def test_the_gpu_check_script_parses():
     subprocess.run(["bash", "-n", str(ROOT / "scripts" / "gpu_check.sh")],
                    check=True)
+
+
+def test_the_deadline_interrupts_a_chapter_and_keeps_what_it_did(
+        runner, tmp_path):
+    import time
+    path = tmp_path / "99_slow.ipynb"
+    nbformat.write(notebook("print('first cell ran')",
+                            "import time\ntime.sleep(60)",
+                            "print('never')"), path)
+    out = tmp_path / "out"
+    out.mkdir()
+    start = time.monotonic()
+    result = runner.run(path, {}, 120, out, deadline=start + 8)
+    assert time.monotonic() - start < 40
+    assert not result["ok"] and result["failing_cell"] == 1
+    assert "KeyboardInterrupt" in result["error"]
+    printed = (out / "99_slow.txt").read_text()
+    assert "first cell ran" in printed and "never" not in printed
