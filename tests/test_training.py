@@ -48,6 +48,33 @@ def test_learning_rate_warms_up_then_decays():
     assert learning_rate(config, 100, 0.5) == pytest.approx(5e-4)
     assert learning_rate(config, 100, 1.0) == 0.0
     assert learning_rate(TrainConfig(lr=1e-3, warmup_steps=1, schedule="constant"), 50, 0.9) == 1e-3
+
+
+def test_decay_steps_fix_the_schedule_whatever_stops_the_run():
+    # the schedule of a run planned for 100 steps, whatever the progress says
+    config = TrainConfig(lr=1e-3, warmup_steps=10, decay_steps=100)
+    for step, progress in [(5, 0.9), (50, 0.0), (75, 1.0), (100, 0.2)]:
+        assert learning_rate(config, step, progress) == pytest.approx(
+            1e-3 * min(1, (step + 1) / 10) * (1 - step / 100))
+    for bad in (0, -3, 2.5):
+        with pytest.raises((TypeError, ValueError), match="decay_steps"):
+            TrainConfig(decay_steps=bad)
+
+
+def test_a_time_budget_with_decay_steps_follows_the_step_schedule(monkeypatch):
+    """The GRU race's setting: stopped by time, scheduled by steps."""
+    from transformer_lib import training
+
+    rates = []
+    real = training.learning_rate
+    monkeypatch.setattr(training, "learning_rate",
+                        lambda c, s, p: rates.append(real(c, s, p)) or rates[-1])
+    loader = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, batch_size=2, seed=0)
+    config = TrainConfig(epochs=0, max_seconds=0.5, lr=1e-3, warmup_steps=2,
+                         decay_steps=50, device="cpu", log_every=1)
+    history = training.fit(tiny_model(), loader, None, config, progress=False)
+    assert history.steps_done == len(rates) > 2
+    assert rates == [pytest.approx(learning_rate(config, s, 0.0)) for s in range(len(rates))]
     with pytest.raises(ValueError, match="schedule"):
         TrainConfig(schedule="cosine")
 

@@ -8,7 +8,8 @@ One concept per module:
 - :mod:`.multihead`   multi-head attention and its key/value cache
 - :mod:`.layouts`     the same function in other code bases' layouts:
                       d2l's, ViT's fused qkv, jadore801120's post-norm
-- :mod:`.record`      recording attention weights (``record_attention``)
+- :mod:`.record`      recording attention weights (``record_attention``) and
+                      gradient norms (``record_gradient_norms``)
 - :mod:`.intervene`   heads off, source words hidden (``intervene``)
 - :mod:`.heads`       each head's confidence (``head_confidence``)
 - :mod:`.ffn`         the position-wise feed-forward network
@@ -52,7 +53,7 @@ from .multihead import KVCache, MultiHeadAttention, merge_heads, split_heads
 from .positional import PositionalEncoding, sinusoidal_encoding
 from .heads import head_confidence
 from .intervene import intervene
-from .record import AttentionMaps, record_attention
+from .record import AttentionMaps, record_attention, record_gradient_norms
 
 __version__ = "0.2.0"
 
@@ -67,7 +68,7 @@ __all__ = [
     "TransformerEncoderBlock", "attention_mask", "beam_search", "doctor",
     "fused_from_separate", "greedy_decode", "head_confidence",
     "intervene", "length_penalty", "masked_softmax", "merge_heads",
-    "post_norm_from_separate", "record_attention",
+    "post_norm_from_separate", "record_attention", "record_gradient_norms",
     "scaled_dot_product_attention", "separate_from_fused",
     "sinusoidal_encoding", "split_heads", "transpose_output",
     "transpose_qkv",

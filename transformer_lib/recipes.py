@@ -30,6 +30,11 @@ class Recipe:
     # slower than bf16 on a CPU (None: the same as train.epochs)
     float32_epochs: int | None = None
 
+    @property
+    def label(self) -> str:
+        """What a checkpoint of this recipe's model records of it."""
+        return f"{self.subset}, seed {self.train.seed}"
+
     def with_train(self, **changes) -> Recipe:
         return replace(self, train=replace(self.train, **changes))
 
@@ -60,6 +65,40 @@ class Recipe:
             vocab_pairs = split.train
         return (split, Vocab([s for s, _ in vocab_pairs], self.min_freq),
                 Vocab([t for _, t in vocab_pairs], self.min_freq))
+
+
+def trained_transformer(recipe: Recipe, *, checkpoint=None):
+    """``(model, src_vocab, tgt_vocab)``: the recipe's Transformer trained
+    on its training split, as ``python -m transformer_lib train`` trains
+    it (no validation; ``for_precision``'s epochs).
+
+    ``checkpoint``: a file written by :func:`~transformer_lib.checkpoint.
+    save_checkpoint` with ``extra={"recipe": recipe.label}`` (chapter 8's
+    build writes one); when it exists and records this recipe and seed,
+    its model is returned instead of training one (minutes on a CPU).
+    The model is in evaluation mode, on ``recipe.train.device`` (CPU if
+    that is None and the checkpoint was used)."""
+    from pathlib import Path
+
+    from .checkpoint import load_checkpoint
+    from .data import BatchLoader
+    from .model import Transformer, TransformerConfig
+    from .training import fit, seed_everything
+
+    if checkpoint is not None and Path(checkpoint).is_file():
+        model, src_vocab, tgt_vocab, extra = load_checkpoint(
+            checkpoint, recipe.train.device)
+        if extra.get("recipe") == recipe.label:
+            return model, src_vocab, tgt_vocab
+    recipe = recipe.for_precision()
+    split, src_vocab, tgt_vocab = recipe.load_data()
+    seed_everything(recipe.train.seed)
+    model = Transformer(TransformerConfig(len(src_vocab), len(tgt_vocab),
+                                          **recipe.model))
+    loader = BatchLoader(split.train, src_vocab, tgt_vocab,
+                         recipe.batch_size, seed=recipe.train.seed)
+    fit(model, loader, None, recipe.train)
+    return model.eval(), src_vocab, tgt_vocab
 
 
 RECIPES = {

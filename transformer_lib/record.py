@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -82,3 +83,53 @@ def record_attention(model: nn.Module):
     finally:
         for layer in layers.values():
             layer.recorder = None
+
+
+class GradientNorms:
+    """Filled by :func:`record_gradient_norms` when its ``with`` block
+    ends: ``per_step``, a ``(steps, blocks)`` NumPy array."""
+
+    per_step = None
+
+
+@contextmanager
+def record_gradient_norms(blocks):
+    """Record the norm of each block's whole gradient (all its parameters
+    together, as they accumulate: before any clipping) at every backward
+    pass while the ``with`` block runs::
+
+        with tl.record_gradient_norms(model.encoder.blks) as norms:
+            fit(model, ...)
+        norms.per_step          # (steps, blocks)
+
+    ``blocks``: modules with parameters, e.g. a model's blocks."""
+    blocks = list(blocks)
+    if not blocks or not all(isinstance(b, nn.Module) for b in blocks):
+        raise TypeError("blocks must be a non-empty list of modules")
+    sizes = [len(list(block.parameters())) for block in blocks]
+    if 0 in sizes:
+        raise ValueError(f"blocks[{sizes.index(0)}] has no parameters")
+    squares = [[] for _ in blocks]       # one entry per parameter per step
+
+    def hook(i):
+        return lambda p: squares[i].append(
+            p.grad.detach().float().pow(2).sum())
+    handles = [p.register_post_accumulate_grad_hook(hook(i))
+               for i, block in enumerate(blocks)
+               for p in block.parameters()]
+    norms = GradientNorms()
+    try:
+        yield norms
+    finally:
+        for handle in handles:
+            handle.remove()
+    steps = len(squares[0]) // sizes[0]
+    if any(len(s) != steps * n for s, n in zip(squares, sizes)):
+        raise RuntimeError("some parameters got no gradient in some "
+                           "backward pass: norms per step are undefined")
+    if steps == 0:
+        norms.per_step = np.zeros((0, len(blocks)))
+        return
+    per_block = [torch.stack(s).view(steps, n).sum(1).sqrt()
+                 for s, n in zip(squares, sizes)]
+    norms.per_step = torch.stack(per_block, dim=1).cpu().numpy()

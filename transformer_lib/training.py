@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from ._checks import check_positive_int
 from .data import Vocab
 from .model import training_mode
 
@@ -160,6 +161,8 @@ class TrainConfig:
     warmup_steps: int = 400
     schedule: str = "linear"  # after warm-up: "linear" decay to 0, or
     #                           "constant"
+    decay_steps: int | None = None  # the linear decay reaches 0 after this
+    #                         many steps (None: at the end of the run)
     weight_decay: float = 0.01
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
@@ -172,6 +175,8 @@ class TrainConfig:
         if self.schedule not in ("linear", "constant"):
             raise ValueError(f"schedule must be 'linear' or 'constant', "
                              f"got {self.schedule!r}")
+        if self.decay_steps is not None:
+            check_positive_int("decay_steps", self.decay_steps)
         if self.epochs <= 0 and not self.max_seconds:
             raise ValueError("give a positive epochs or max_seconds")
         if self.precision not in PRECISIONS:
@@ -209,10 +214,15 @@ class History:
 def learning_rate(config: TrainConfig, step: int, progress: float) -> float:
     """``lr`` times a linear warm-up over ``warmup_steps`` and, for the
     ``"linear"`` schedule, times ``1 - progress`` from the first step on
-    (so the decay already acts during the warm-up; 0 at progress 1)."""
+    (so the decay already acts during the warm-up; 0 at progress 1).
+    ``progress`` is the share of the run done; with ``decay_steps`` set it
+    is ``step / decay_steps`` instead, the same schedule whatever stops
+    the run."""
     warm = min(1.0, (step + 1) / max(1, config.warmup_steps))
     if config.schedule == "constant":
         return config.lr * warm
+    if config.decay_steps is not None:
+        progress = step / config.decay_steps
     return config.lr * warm * max(0.0, 1.0 - progress)
 
 

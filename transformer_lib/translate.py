@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -12,6 +13,7 @@ import torch
 from .bleu import bleu, corpus_bleu
 from .data import Vocab, encode_source, pad_batch, preprocess, tokenize
 from .decoding import beam_search, greedy_decode
+from .intervene import intervene
 
 
 def detokenize(tokens) -> str:
@@ -49,35 +51,92 @@ def translate_tokens(model, sources, src_vocab: Vocab, tgt_vocab: Vocab,
             decode_ids(model, sources, src_vocab, tgt_vocab, **kwargs)]
 
 
-def decode_ids(model, sources, src_vocab: Vocab, tgt_vocab: Vocab, *,
-               beam_size: int = 1, max_len: int | None = None,
-               batch_size: int = 256, length_penalty: float = 0.6,
-               use_cache: bool = True) -> list[list[int]]:
-    """The target ids the decoder emitted for each source (token lists),
-    up to and with its first ``<eos>``, or all of them if none came."""
-    device = _model_device(model)
+def _batches(sources, src_vocab: Vocab, batch_size: int, device):
+    """``(indices, src (B, S), valid lengths (B,))`` over ``sources`` in
+    batches of similar length: the shortest first."""
     order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
-    results = [None] * len(sources)
-    config_max_len = getattr(getattr(model, "config", None), "max_len", None)
-    ids = dict(bos_id=tgt_vocab.bos, eos_id=tgt_vocab.eos)
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
         encoded = [encode_source(sources[i], src_vocab) for i in idx]
-        src = pad_batch(encoded).to(device)
         lens = torch.tensor([len(e) for e in encoded], device=device)
+        yield idx, pad_batch(encoded).to(device), lens
+
+
+def _check_hide(hide, sources) -> None:
+    if not isinstance(hide, (list, tuple)) or len(hide) != len(sources):
+        raise ValueError(f"hide must be a list with one entry per source "
+                         f"({len(sources)}), got {hide!r:.60}")
+    for i, (position, source) in enumerate(zip(hide, sources)):
+        if position is not None and (
+                isinstance(position, bool) or not isinstance(position, int)
+                or not 0 <= position <= len(source)):
+            raise ValueError(f"hide[{i}] must be None or a source position "
+                             f"0..{len(source)}, got {position!r}")
+
+
+def decode_ids(model, sources, src_vocab: Vocab, tgt_vocab: Vocab, *,
+               beam_size: int = 1, max_len: int | None = None,
+               batch_size: int = 256, length_penalty: float = 0.6,
+               use_cache: bool = True, hide=None) -> list[list[int]]:
+    """The target ids the decoder emitted for each source (token lists),
+    up to and with its first ``<eos>``, or all of them if none came.
+
+    ``hide``: one entry per source, ``None`` or the position of a source
+    token that no attention may see while that source is translated
+    (:func:`~transformer_lib.intervene`'s ``hidden``)."""
+    device = _model_device(model)
+    if hide is not None:
+        _check_hide(hide, sources)
+    results = [None] * len(sources)
+    config_max_len = getattr(getattr(model, "config", None), "max_len", None)
+    ids = dict(bos_id=tgt_vocab.bos, eos_id=tgt_vocab.eos)
+    for idx, src, lens in _batches(sources, src_vocab, batch_size, device):
         steps = max_len or 2 * src.shape[1] + 5
         if config_max_len:
             steps = min(steps, config_max_len - 1)
-        if beam_size == 1:
-            out = greedy_decode(model, src, lens, max_len=steps,
-                                use_cache=use_cache, **ids)
-        else:
-            out = beam_search(model, src, lens, max_len=steps,
-                              beam_size=beam_size,
-                              length_penalty=length_penalty, **ids)
+        hidden = None
+        if hide is not None:
+            hidden = torch.zeros(src.shape, dtype=torch.bool, device=device)
+            for row, i in enumerate(idx):
+                if hide[i] is not None:
+                    hidden[row, hide[i]] = True
+        hiding = (intervene(model, hidden=hidden) if hidden is not None
+                  else nullcontext())
+        with hiding:
+            if beam_size == 1:
+                out = greedy_decode(model, src, lens, max_len=steps,
+                                    use_cache=use_cache, **ids)
+            else:
+                out = beam_search(model, src, lens, max_len=steps,
+                                  beam_size=beam_size,
+                                  length_penalty=length_penalty, **ids)
         for i, row in zip(idx, out.tolist()):
             end = row.index(Vocab.eos) + 1 if Vocab.eos in row else len(row)
             results[i] = row[:end]
+    return results
+
+
+def mean_cross_attention(model, sources, outputs, src_vocab: Vocab, *,
+                         batch_size: int = 256) -> list[torch.Tensor]:
+    """For each source (a token list) and the target ids of its
+    translation (``outputs``, without ``<eos>``): the cross-attention that
+    produced each output token, averaged over all blocks and heads, a
+    ``(len(output), S)`` tensor (S: the padded source length of its
+    batch; each row sums to 1 over the source's own positions).  The
+    decoder reads ``<bos>`` + the output (teacher forcing), in the
+    batches :func:`decode_ids` uses."""
+    if len(outputs) != len(sources):
+        raise ValueError(f"outputs must have one entry per source "
+                         f"({len(sources)}), got {len(outputs)}")
+    device = _model_device(model)
+    results = [None] * len(sources)
+    for idx, src, lens in _batches(sources, src_vocab, batch_size, device):
+        rows = [[Vocab.bos] + list(outputs[i]) for i in idx]
+        tgt = pad_batch(rows, Vocab.pad).to(device)
+        maps = model.attention_maps(src, tgt, lens)["cross"]
+        weights = torch.stack(maps).mean(dim=(0, 2))          # (B, T, S)
+        for row, i in enumerate(idx):
+            results[i] = weights[row, :len(outputs[i])].float().cpu()
     return results
 
 

@@ -21,8 +21,37 @@ import hashlib
 import html
 import json
 from importlib.resources import files
+from pathlib import Path
 
 from .viz import _STYLE
+
+def book_root() -> Path | None:
+    """The book's folder when a chapter runs from the book's sources (the
+    notebook's folder sits beside ``_config.yml`` and ``_extra/``, as in
+    the repository and in the book's build); None elsewhere (Colab, a
+    notebook copied on its own)."""
+    root = Path("..").resolve()
+    if (root / "_config.yml").is_file() and (root / "_extra").is_dir():
+        return root
+    return None
+
+
+def page_files_dir() -> Path:
+    """Where the exported model goes for :func:`translator_box`:
+    ``_extra/translator`` of the book, which its build copies to the
+    site's root where the page looks; elsewhere ``translator_web``
+    beside the notebook."""
+    root = book_root()
+    return root / "_extra" / "translator" if root else Path("translator_web")
+
+
+def saved_translator_path() -> Path | None:
+    """Where chapter 8 saves the model the page runs, in the book's
+    sources (for chapter 9 and the browser tests; not published); None
+    outside them."""
+    root = book_root()
+    return root / "_build" / "translator" / "exported.ckpt" if root else None
+
 
 _BOX_STYLE = """<style>
 .tl-tr{font:14px sans-serif;margin:.5em 0}
