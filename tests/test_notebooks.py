@@ -230,11 +230,15 @@ def test_the_introduction_shows_the_figure_the_library_draws():
 # The book's page shows 77 columns of code. Every code line a reader can see in the book (every
 # code cell except the bookkeeping ones, folded solutions included) fits in them. The book's
 # bookkeeping -- glue() calls and the checks that guard the prose (claim(), their asserts) --
-# runs in cells of their own, next to the text they serve: removed from the book page
+# runs in cells of their own, next to the text they serve, as do the asserts that test the library
+# rather than the idea ("# @title Checks: ..."): removed from the book page
 # (tag remove-cell), folded on Colab (a "# @title Bookkeeping: ..." first line and cellView
 # form) and in JupyterLab (jupyter.source_hidden).
 PAGE_WIDTH = 77
-BOOKKEEPING_TAG, BOOKKEEPING_TITLE = "remove-cell", "# @title Bookkeeping"
+BOOKKEEPING_TAG = "remove-cell"
+# glue and claims ("Bookkeeping: ..."), or asserts that test the library rather than the idea
+# ("Checks: ...")
+BOOKKEEPING_TITLES = ("# @title Bookkeeping: ", "# @title Checks: ")
 
 
 def is_bookkeeping(cell) -> bool:
@@ -268,7 +272,7 @@ def test_bookkeeping_is_hidden_in_the_book_and_folded_elsewhere():
                 continue
             where = f"{path.name}: {cell.source[:60]!r}"
             if is_bookkeeping(cell):
-                assert cell.source.startswith(BOOKKEEPING_TITLE), where
+                assert cell.source.startswith(BOOKKEEPING_TITLES), where
                 assert cell.metadata.get("cellView") == "form", where
                 assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, where
             else:
