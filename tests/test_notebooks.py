@@ -321,3 +321,45 @@ def test_figures_are_folded_everywhere_and_drawn_nowhere_else():
                 assert cell.metadata.get("jupyter") == {"source_hidden": True}, where
             elif is_open(cell):
                 assert not drawing_lines(cell), f"drawing code in an open cell, {where}"
+
+
+# --- The model, whole: one page, the library's own source -----------------------------------------
+MODEL_WHOLE = ROOT / "book" / "model_whole.ipynb"
+MODEL_WHOLE_MAX_LINES = 250
+
+
+def test_the_model_whole_page_is_the_librarys_source_and_fits_its_budget():
+    """Every listing of book/model_whole.ipynb is show_source(..., docstrings=False) of the
+    library's own objects (never a copy), in reading order, and all of them together stay within
+    the budget of lines the page promises a reader; each listed line fits the page."""
+    import transformer_lib
+    from transformer_lib.notebook import source_lines
+
+    cells = [c for c in nbformat.read(MODEL_WHOLE, as_version=4).cells if c.cell_type == "code"]
+    setup, listings = cells[0], cells[1:]
+    assert "remove-cell" in setup.metadata.get("tags", [])
+    assert f'"git+{repository()[0]}"' in setup.source      # set_repository.py renames it too
+    shown = []
+
+    def collect(*objs, docstrings=True):
+        assert docstrings is False
+        shown.extend(objs)
+
+    namespace = {}
+    exec(setup.source, namespace)
+    namespace["show_source"] = collect
+    for cell in listings:
+        assert cell.source.startswith("show_source("), cell.source
+        assert cell.metadata.get("tags") == ["remove-input"], cell.source
+        exec(cell.source, namespace)
+    assert all(getattr(obj, "__module__", "").startswith("transformer_lib") for obj in shown)
+    lines = [line for obj in shown for line in source_lines(obj, docstrings=False)]
+    assert len(lines) + len(shown) - len(listings) <= MODEL_WHOLE_MAX_LINES, len(lines)
+    assert max(map(len, lines)) <= PAGE_WIDTH
+    names = [obj.__qualname__ for obj in shown]
+    # reading order: positions, attention, heads, FFN, Add & Norm, blocks, stacks, model
+    order = ["sinusoidal_encoding", "scaled_dot_product_attention", "MultiHeadAttention.forward",
+             "PositionWiseFFN", "AddNorm", "TransformerEncoderBlock", "TransformerDecoder.decode",
+             "Transformer.__init__"]
+    assert [names.index(name) for name in order] == sorted(names.index(name) for name in order)
+    assert transformer_lib.Transformer.__init__ in shown

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import operator
 import os
+import textwrap
 import time
 
 from .training import pick_device
@@ -13,16 +15,41 @@ from .training import pick_device
 __all__ = ["LiveLossPlot", "claim", "glue", "pick_device", "show_source"]
 
 
-def show_source(obj):
-    """Display the library's own source of ``obj`` (a function, class or
-    method), highlighted.
+def source_lines(obj, *, docstrings: bool = True) -> list[str]:
+    """The library's own source of ``obj`` (a function, class or method),
+    dedented, as lines; ``docstrings=False`` leaves out the docstring of
+    every function and class in it (and nothing else)."""
+    source = textwrap.dedent(inspect.getsource(obj))
+    lines = source.splitlines()
+    if docstrings:
+        return lines
+    left_out = set()
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                              ast.ClassDef)) and body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            left_out.update(range(body[0].lineno - 1, body[0].end_lineno))
+    return [line for i, line in enumerate(lines) if i not in left_out]
+
+
+def show_source(*objs, docstrings: bool = True):
+    """Display the library's own source of each of ``objs`` (functions,
+    classes or methods), highlighted, one after another;
+    ``docstrings=False`` leaves their docstrings out.
 
     The chapters show the code they teach this way, so that what a reader
     sees is exactly what the tests check -- never a copy that could drift.
     """
     from IPython.display import Code
 
-    return Code(inspect.getsource(obj), language="python")
+    if not objs:
+        raise TypeError("show_source needs at least one object to show")
+    listing = "\n\n".join("\n".join(source_lines(obj, docstrings=docstrings))
+                           for obj in objs)
+    return Code(listing, language="python")
 
 
 def glue(name: str, value, *, display: bool = False):
