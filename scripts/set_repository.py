@@ -39,7 +39,8 @@ def set_repository(url: str, branch: str, root: Path = ROOT) -> list[Path]:
     if new_config != config:
         config_path.write_text(new_config)
         changed.append(config_path)
-    pages = [*(root / "notebooks").glob("*.ipynb"), *(root / "book").glob("*.ipynb")]
+    pages = [*(root / "notebooks").glob("*.ipynb"),
+             *(root / "book").glob("*.ipynb")]
     for path in sorted(pages):
         nb = json.loads(path.read_text(encoding="utf-8"))
         edited = False
