@@ -142,3 +142,59 @@ def test_the_books_paths_exist_only_in_the_books_sources(tmp_path, monkeypatch):
     assert book_root() == root
     assert page_files_dir() == root / "_extra" / "translator"
     assert saved_translator_path() == root / "_build" / "translator" / "exported.ckpt"
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_parameter_counts_add_up_and_follow_the_formulas(norm_first):
+    d, d_ff, V_src, V_tgt = 16, 40, 11, 13
+    config = tl.TransformerConfig(V_src, V_tgt, num_hiddens=d, ffn_num_hiddens=d_ff, num_heads=2,
+                                  num_enc_blks=2, num_dec_blks=3, norm_first=norm_first)
+    counts = tl.Transformer(config).parameter_counts()
+    attention, ffn, norm = 4 * d * d, 2 * d * d_ff + d_ff + d, 2 * d
+    expected = {"source embedding": V_src * d, "encoder blocks": 2 * (attention + ffn + 2 * norm),
+                "target embedding": V_tgt * d, "decoder blocks": 3 * (2 * attention + ffn + 3 * norm),
+                "output layer": d * V_tgt + V_tgt}
+    if norm_first:
+        expected["final norms"] = 2 * norm
+    assert counts == expected
+    assert sum(counts.values()) == tl.Transformer(config).num_parameters()
+
+
+def test_the_bootstrap_of_bleu_resamples_the_summed_counts():
+    from transformer_lib.bleu import (bleu_from_counts, bleu_steps, bootstrap_bleu,
+                                      corpus_bleu, sentence_counts)
+
+    refs = [["the cat sat on the mat .", "a cat sat on the mat ."], ["he is calm ."],
+            ["i am cold ."], ["we are late again ."]] * 5
+    hyps = ["the cat sat on a mat .", "he is calm .", "i am very cold .", "we are late ."] * 5
+    counts = sentence_counts(hyps, refs)
+    assert counts.shape == (20, 10)
+    whole = bleu_steps(hyps, refs)
+    assert list(counts.sum(0)) == [*whole.matches, *whole.totals, whole.hyp_len, whole.ref_len]
+    assert bleu_from_counts(counts.sum(0)) == pytest.approx(corpus_bleu(hyps, refs))
+    low, high = bootstrap_bleu(hyps, refs, resamples=200, seed=1)
+    assert low <= whole.score <= high and low < high
+    assert bootstrap_bleu(hyps, refs, resamples=200, seed=1) == (low, high)   # seeded
+    # by hand: the same draws
+    rng = np.random.default_rng(1)
+    scores = [bleu_from_counts(counts[rng.integers(0, 20, 20)].sum(0)) for _ in range(200)]
+    assert (low, high) == tuple(np.percentile(scores, [2.5, 97.5]))
+    # paired with itself: every difference is 0
+    assert bootstrap_bleu(hyps, refs, baseline=hyps, resamples=50) == (0.0, 0.0)
+    for bad, message in [(dict(resamples=0), "resamples"), (dict(level=100), "level"),
+                         (dict(baseline=hyps[:3]), "baseline")]:
+        with pytest.raises(ValueError, match=message):
+            bootstrap_bleu(hyps, refs, **bad)
+
+
+def test_show_batch_prints_the_four_tensors_as_tokens(capsys):
+    from transformer_lib.data import BatchLoader, show_batch
+
+    batch = next(iter(BatchLoader(list(zip(SOURCES, TARGETS))[:2], SRC_VOCAB, TGT_VOCAB,
+                                  batch_size=2, shuffle=False)))
+    show_batch(batch, SRC_VOCAB, TGT_VOCAB)
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == f"src {tuple(batch.src.shape)}:"
+    assert printed[1].split() == ["go", ".", "<eos>", "<pad>", "<pad>"]
+    assert f"src_valid_lens: {batch.src_valid_lens.tolist()}" in printed
+    assert printed[-1].split()[-1] in ("<eos>", "<pad>")

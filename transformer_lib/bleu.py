@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import sacrebleu
 from sacrebleu.metrics import BLEU, BLEUScore
 
@@ -252,3 +253,63 @@ def bleu_steps(hypotheses: list[str],
         score = 100 * bp * math.exp(sum(map(math.log, precisions)) / max_n)
     return BleuSteps(tuple(matches), tuple(totals), tuple(precisions),
                      hyp_len, ref_len, bp, score)
+
+
+def sentence_counts(hypotheses: list[str], references) -> np.ndarray:
+    """``(sentences, 2 * 4 + 2)``: each sentence's clipped n-gram matches
+    (n = 1..4), n-gram totals, hypothesis length c and reference length
+    r, as :func:`bleu_steps` counts them.  Summed over any set of
+    sentences, they give that set's corpus BLEU (:func:`bleu_from_counts`)
+    without tokenizing again."""
+    per_sentence = _per_sentence_references(hypotheses, references)
+    rows = []
+    for hypothesis, refs in zip(hypotheses, per_sentence):
+        s = bleu_steps([hypothesis], [refs])
+        rows.append([*s.matches, *s.totals, s.hyp_len, s.ref_len])
+    return np.array(rows, dtype=float).reshape(len(rows), 10)
+
+
+def bleu_from_counts(sums) -> float:
+    """Corpus BLEU from summed :func:`sentence_counts` (matches, totals,
+    c, r): 100 * BP * the geometric mean of the four precisions.  Without
+    sacreBLEU's smoothing: an order with no match gives 0, so use it on
+    sets large enough to match at every order."""
+    m, t, c, r = sums[:4], sums[4:8], sums[8], sums[9]
+    brevity_penalty = min(1.0, math.exp(1 - r / c))
+    with np.errstate(divide="ignore"):
+        return 100 * brevity_penalty * math.exp(np.log(m / t).mean())
+
+
+def bootstrap_bleu(hypotheses: list[str], references, *,
+                   resamples: int = 1000, level: float = 95,
+                   seed: int = 0, baseline: list[str] | None = None):
+    """The middle ``level`` % of corpus BLEU over ``resamples`` bootstrap
+    resamples of the sentences: draw as many sentences as there are, with
+    replacement, and score the draw from its summed counts.
+
+    With ``baseline`` (other hypotheses of the same sentences), each draw
+    scores both and the range is that of BLEU(hypotheses) -
+    BLEU(baseline): a paired bootstrap.  Returns ``(low, high)``."""
+    check_positive_int("resamples", resamples)
+    if not 0 < level < 100:
+        raise ValueError(f"level must be a percentage between 0 and 100, "
+                         f"got {level!r}")
+    counts = sentence_counts(hypotheses, references)
+    other = None
+    if baseline is not None:
+        if len(baseline) != len(hypotheses):
+            raise ValueError(f"baseline must have one hypothesis per "
+                             f"sentence ({len(hypotheses)}), got "
+                             f"{len(baseline)}")
+        other = sentence_counts(baseline, references)
+    rng = np.random.default_rng(seed)
+    scores = []
+    for _ in range(resamples):
+        pick = rng.integers(0, len(counts), len(counts))
+        score = bleu_from_counts(counts[pick].sum(0))
+        if other is not None:
+            score -= bleu_from_counts(other[pick].sum(0))
+        scores.append(score)
+    low, high = np.percentile(scores, [(100 - level) / 2,
+                                       (100 + level) / 2])
+    return float(low), float(high)

@@ -284,3 +284,18 @@ class BatchLoader:
             rng.shuffle(batches)
         for idx in batches:
             yield self._batch(idx)
+
+
+def show_batch(batch, src_vocab: Vocab, tgt_vocab: Vocab) -> None:
+    """Print a :class:`BatchLoader` batch as tokens, one row per sentence:
+    ``src`` (B, S), ``src_valid_lens`` (B,), ``tgt_in`` and ``tgt_out``
+    (B, T)."""
+    def rows(name, ids, vocab):
+        print(f"{name} {tuple(ids.shape)}:")
+        for row in ids.tolist():
+            print("   " + " ".join(f"{t:>8}" for t in vocab.to_tokens(row)))
+
+    rows("src", batch.src, src_vocab)
+    print("src_valid_lens:", batch.src_valid_lens.tolist())
+    rows("tgt_in", batch.tgt_in, tgt_vocab)
+    rows("tgt_out", batch.tgt_out, tgt_vocab)

@@ -153,6 +153,25 @@ class Transformer(EncoderDecoder):
                 "decoder_self": [blk.attention1 for blk in decoder],
                 "cross": [blk.attention2 for blk in decoder]}
 
+    def parameter_counts(self) -> dict[str, int]:
+        """The parameters by part, in the model's order: source embedding,
+        encoder blocks, target embedding, decoder blocks, output layer,
+        and, for a pre-norm model, its two final LayerNorms.  They add up
+        to :meth:`num_parameters`."""
+        def count(module):
+            return sum(p.numel() for p in module.parameters())
+
+        enc, dec = self.encoder, self.decoder
+        counts = {"source embedding": count(enc.embedding),
+                  "encoder blocks": count(enc.blks),
+                  "target embedding": count(dec.embedding),
+                  "decoder blocks": count(dec.blks),
+                  "output layer": count(dec.dense)}
+        final = count(enc.final_norm) + count(dec.final_norm)
+        if final:
+            counts["final norms"] = final
+        return counts
+
     def _init_weights(self, module: nn.Module) -> None:
         """Xavier-uniform projections (as in torch.nn.Transformer) and
         N(0, 1/d) embeddings, so that the embeddings times sqrt(d) have unit
