@@ -129,14 +129,25 @@ def check_attention_view(page, view, shots=None, name=""):
     lines = lambda: view.evaluate(VISIBLE_LINES)  # noqa: E731
     everything = lines()
     assert everything, "the head view draws no line"
-    query = view.locator(".tl-av-head-view .tl-av-token[data-side=query]").nth(1)
-    query.hover()
+    head_view = view.locator(".tl-av-head-view")
+
+    def point_at(token, focus):
+        # JupyterLab renders a notebook's cells lazily, so the page can still move under the
+        # pointer: point again until the view says what it focuses (a few tries).
+        for _ in range(5):
+            token.scroll_into_view_if_needed()
+            token.hover()
+            if head_view.get_attribute("data-focus") == focus:
+                return
+            page.wait_for_timeout(200)
+        assert head_view.get_attribute("data-focus") == focus
+
+    point_at(view.locator(".tl-av-head-view .tl-av-token[data-side=query]").nth(1), "query:1")
     focused = lines()
-    assert view.locator(".tl-av-head-view").get_attribute("data-focus") == "query:1"
     assert focused and {q for _, q, _, _ in focused} == {1} and len(focused) < len(everything)
     if shots is not None:
         view.screenshot(path=str(shots / f"{name}-hovered.png"))
-    view.locator(".tl-av-head-view .tl-av-token[data-side=key]").nth(0).hover()
+    point_at(view.locator(".tl-av-head-view .tl-av-token[data-side=key]").nth(0), "key:0")
     into = lines()
     assert into and {k for _, _, k, _ in into} == {0}
     page.mouse.move(0, 0)
