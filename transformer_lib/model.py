@@ -69,6 +69,11 @@ class TransformerConfig:
         return asdict(self)
 
 
+def count_parameters(module: nn.Module) -> int:
+    """How many numbers ``module``'s parameters hold."""
+    return sum(p.numel() for p in module.parameters())
+
+
 class EncoderDecoder(nn.Module):
     """Any encoder plus a decoder that attends to the encoder's output
     (d2l's name).  The encoder has ``encode(X, valid_lens)``, the decoder
@@ -126,7 +131,7 @@ class EncoderDecoder(nn.Module):
         return result
 
     def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())
+        return count_parameters(self)
 
 
 class Transformer(EncoderDecoder):
@@ -158,9 +163,7 @@ class Transformer(EncoderDecoder):
         encoder blocks, target embedding, decoder blocks, output layer,
         and, for a pre-norm model, its two final LayerNorms.  They add up
         to :meth:`num_parameters`."""
-        def count(module):
-            return sum(p.numel() for p in module.parameters())
-
+        count = count_parameters
         enc, dec = self.encoder, self.decoder
         counts = {"source embedding": count(enc.embedding),
                   "encoder blocks": count(enc.blks),

@@ -69,8 +69,9 @@ class Recipe:
 
 def trained_transformer(recipe: Recipe, *, checkpoint=None):
     """``(model, src_vocab, tgt_vocab)``: the recipe's Transformer trained
-    on its training split, as ``python -m transformer_lib train`` trains
-    it (no validation; ``for_precision``'s epochs).
+    on its training split with ``for_precision``'s epochs: the weights
+    ``python -m transformer_lib train`` gives (which also validates after
+    each epoch; that draws no random numbers), without its validation.
 
     ``checkpoint``: a file written by :func:`~transformer_lib.checkpoint.
     save_checkpoint` with ``extra={"recipe": recipe.label}`` (chapter 8's

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .viz import _STYLE
 
+
 def book_root() -> Path | None:
     """The book's folder when a chapter runs from the book's sources (the
     notebook's folder sits beside ``_config.yml`` and ``_extra/``, as in
