@@ -64,7 +64,7 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 # re-run the chapters too, so the cache is dropped whenever a library file is newer than it (its
 # Python, or the JavaScript that the chapters' boxes carry in their outputs).
 LIBRARY_STAMP := _build/.library-stamp
-$(LIBRARY_STAMP): $(wildcard transformer_lib/*.py transformer_lib/*.js)
+$(LIBRARY_STAMP): $(wildcard transformer_lib/*.py transformer_lib/*/*.py transformer_lib/*/*.js)
 	rm -rf _build/.jupyter_cache
 	mkdir -p _build && touch $@
 

@@ -20,11 +20,11 @@ import numpy as np
 import torch
 
 import transformer_lib as tl
-from transformer_lib.checkpoint import load_checkpoint
-from transformer_lib.data import BatchLoader
-from transformer_lib.recipes import RECIPES
-from transformer_lib.training import evaluate_loss
-from transformer_lib.translate import evaluate_bleu
+from transformer_lib.translation.checkpoint import load_checkpoint
+from transformer_lib.translation.data import BatchLoader
+from transformer_lib.translation.recipes import RECIPES
+from transformer_lib.translation.training import evaluate_loss
+from transformer_lib.translation.translate import evaluate_bleu
 
 ROOT = Path(__file__).resolve().parents[1]
 

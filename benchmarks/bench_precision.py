@@ -22,10 +22,11 @@ from dataclasses import replace
 import torch
 
 from transformer_lib import Transformer, TransformerConfig
-from transformer_lib.data import BatchLoader
-from transformer_lib.recipes import RECIPES
-from transformer_lib.training import autocast_dtype, fit, pick_device
-from transformer_lib.translate import evaluate_bleu
+from transformer_lib.translation.data import BatchLoader
+from transformer_lib.translation.recipes import RECIPES
+from transformer_lib.translation.training import (autocast_dtype, fit,
+                                                  pick_device)
+from transformer_lib.translation.translate import evaluate_bleu
 
 
 def main():

@@ -13,9 +13,10 @@ through transformer_lib's `fit` in its default precision (bf16 autocast on
 a CPU with native bf16).  The peer is the configuration the issue fixes:
 d=256, 2+2 layers, 4 heads, FFN 1024, dropout 0.1, batch 128, AdamW 5e-4
 with 400 warm-up steps then constant, label smoothing 0.1, greedy
-decoding.  Ours is the `basic` recipe of transformer_lib.recipes (a linear
-decay of the learning rate to zero at the end of the budget), scored with
-greedy decoding and with beam search.  A third measurement trains ours *at
+decoding.  Ours is the `basic` recipe of
+transformer_lib.translation.recipes (a linear decay of the learning rate
+to zero at the end of the budget), scored with greedy decoding and with
+beam search.  A third measurement trains ours *at
 the peer's size and settings* for a fixed number of steps, alternating
 with the peer, to compare raw throughput.
 """
@@ -32,13 +33,13 @@ import torch
 from torch import nn
 
 from transformer_lib import EncoderDecoder, Transformer, TransformerConfig
-from transformer_lib.data import BatchLoader
-from transformer_lib.positional import sinusoidal_encoding
-from transformer_lib.recipes import RECIPES
-from transformer_lib.training import (TrainConfig, autocast,
+from transformer_lib.translation.data import BatchLoader
+from transformer_lib.model.positional import sinusoidal_encoding
+from transformer_lib.translation.recipes import RECIPES
+from transformer_lib.translation.training import (TrainConfig, autocast,
                                       autocast_dtype, fit, pick_device,
                                       seed_everything, sequence_loss)
-from transformer_lib.translate import evaluate_bleu
+from transformer_lib.translation.translate import evaluate_bleu
 
 MAX_LEN = 64
 

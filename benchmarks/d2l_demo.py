@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 
-from transformer_lib.data import BatchLoader
+from transformer_lib.translation.data import BatchLoader
 from transformer_lib.model import Transformer, TransformerConfig
-from transformer_lib.recipes import RECIPES
-from transformer_lib.training import fit, seed_everything
-from transformer_lib.translate import D2L_EXAMPLES, score_d2l_examples
+from transformer_lib.translation.recipes import RECIPES
+from transformer_lib.translation.training import fit, seed_everything
+from transformer_lib.translation.translate import (D2L_EXAMPLES,
+                                                   score_d2l_examples)
 
 
 def main():

@@ -15,10 +15,10 @@ import resource
 
 import torch
 
-from transformer_lib.data import BatchLoader
+from transformer_lib.translation.data import BatchLoader
 from transformer_lib.model import Transformer, TransformerConfig
-from transformer_lib.recipes import RECIPES
-from transformer_lib.training import sequence_loss
+from transformer_lib.translation.recipes import RECIPES
+from transformer_lib.translation.training import sequence_loss
 
 
 def peak_mb() -> float:

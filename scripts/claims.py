@@ -15,10 +15,10 @@ Kinds of machine:
 A chapter with a line ``SEED = 0`` is run once per seed, with that line
 changed; the others once per kind.  Each run executes a copy of the
 notebook in a temporary folder, with $TRANSFORMER_LIB_CLAIMS naming a file
-where ``transformer_lib.notebook.claim`` appends each claim (failed claims
-are recorded there instead of stopping the chapter).  Exit status 1 when a
-claim failed or a chapter raised anywhere.  Results also go, as JSON, to
-_build/claims/.
+where ``transformer_lib.instruments.notebook.claim`` appends each claim
+(failed claims are recorded there instead of stopping the chapter).  Exit
+status 1 when a claim failed or a chapter raised anywhere.  Results also
+go, as JSON, to _build/claims/.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Write book/architecture.svg, the introduction's figure of the
-encoder-decoder, from transformer_lib.architecture (its links point from
-book/ to the chapters' pages).
+encoder-decoder, from transformer_lib.instruments.architecture (its links
+point from book/ to the chapters' pages).
 
     python scripts/draw_architecture.py
 
@@ -9,7 +9,7 @@ writes."""
 
 from pathlib import Path
 
-from transformer_lib.architecture import architecture_svg
+from transformer_lib.instruments.architecture import architecture_svg
 
 ROOT = Path(__file__).resolve().parents[1]
 

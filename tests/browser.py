@@ -112,7 +112,7 @@ def offline_book(html: Path, user_data_dir: Path, timeout_ms: int = 30_000):
         context.close()
 
 
-# --- tl.viz.attention_view in a page (the built book and the live front-ends) -------------------
+# --- tl.instruments.viz.attention_view in a page (the built book and the live front-ends) -------------------
 VISIBLE_LINES = """view => Array.from(view.querySelectorAll('.tl-av-head-view line'))
     .filter(l => l.style.display !== 'none')
     .map(l => [+l.dataset.head, +l.dataset.query, +l.dataset.key, l.getAttribute('stroke-opacity')])"""
@@ -122,7 +122,7 @@ MATRIX = """view => { const m = view.querySelector('.tl-av-matrix-view');
 
 
 def check_attention_view(page, view, shots=None, name=""):
-    """Exercise one tl.viz.attention_view on a page: pointing at a query token keeps only its
+    """Exercise one tl.instruments.viz.attention_view on a page: pointing at a query token keeps only its
     lines, pointing at a key token only the lines into it, and the kind, layer, head and matrix
     controls change what is drawn, the matrix following the layer."""
     view.scroll_into_view_if_needed()

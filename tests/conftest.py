@@ -97,6 +97,6 @@ def data_dir():
 
 @pytest.fixture(scope="session")
 def raw_text(data_dir):
-    from transformer_lib.download import read_fra_eng
+    from transformer_lib.translation.download import read_fra_eng
 
     return read_fra_eng(data_dir)

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sacrebleu.metrics import BLEU, BLEUScore
 
-from transformer_lib.bleu import BleuSteps, bleu, bleu_steps, corpus_bleu, corpus_bleu_details
+from transformer_lib.translation.bleu import BleuSteps, bleu, bleu_steps, corpus_bleu, corpus_bleu_details
 
 # d2l's demo (sec_seq2seq_training): English -> French predictions vs labels, plus cases
 # with repeated n-grams, a prediction longer or shorter than the label, and no match at all.

@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from browser import ROOT
-from transformer_lib.notebook import claim
+from transformer_lib.instruments.notebook import claim
 
 
 def load_script():
@@ -41,7 +41,7 @@ def test_the_claims_file_records_every_claim_and_a_failure_does_not_stop(monkeyp
 def test_the_matrix_runs_each_seed_and_reports_failed_claims_and_errors(tmp_path):
     claims = load_script()
     notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("from transformer_lib.notebook import claim\nSEED = 0"),
+        nbformat.v4.new_code_cell("from transformer_lib.instruments.notebook import claim\nSEED = 0"),
         nbformat.v4.new_code_cell('claim("seed is small", SEED, "<", 1)'),
         nbformat.v4.new_code_cell('raise RuntimeError("boom")'),
         nbformat.v4.new_code_cell('claim("after the error", 1, ">", 0)')])
@@ -59,7 +59,7 @@ def test_each_kind_reaches_the_kernel_and_leaves_this_process_alone(tmp_path, mo
     claims = load_script()
     monkeypatch.setenv("TRANSFORMER_LIB_PRECISION", "bfloat16")     # the native run must drop it
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import os\nfrom transformer_lib.notebook import claim\n"
+        "import os\nfrom transformer_lib.instruments.notebook import claim\n"
         'claim("forced float32", os.environ.get("TRANSFORMER_LIB_PRECISION") == "float32", ">", 0)')])
     path = tmp_path / "98_kind.ipynb"
     nbformat.write(notebook, path)

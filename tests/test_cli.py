@@ -72,8 +72,8 @@ def test_train_translate_evaluate(tmp_path, data_dir, capsys, monkeypatch):
 def test_an_interrupted_training_resumes_to_the_same_weights(tmp_path, data_dir, capsys, monkeypatch):
     import torch
 
-    import transformer_lib.training as training
-    from transformer_lib.checkpoint import load_checkpoint
+    import transformer_lib.translation.training as training
+    from transformer_lib.translation.checkpoint import load_checkpoint
 
     common = ["train", "--recipe", "d2l", "--epochs", "3", "--data-dir", str(data_dir), "--quiet",
               "--device", "cpu"]

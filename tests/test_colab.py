@@ -20,7 +20,7 @@ VERSIONS = ("import importlib.metadata as m; "
 LIVE_CHECK = """
 import matplotlib; matplotlib.use("Agg")
 import matplotlib.pyplot as plt
-import transformer_lib.widgets as w
+import transformer_lib.instruments.widgets as w
 def render(n):
     fig, ax = plt.subplots(); ax.plot(range(n)); return fig
 box = w.figure_explorer(render, {"n": [2, 3]})
@@ -29,8 +29,8 @@ print(box.mode, w.supports_static())
 # chapter 9's head switches, on ipywidgets 7.7.1: built, and a head's button changes the settings
 SWITCH_CHECK = """
 import torch, transformer_lib as tl
-from transformer_lib.data import Vocab
-from transformer_lib.switches import head_switches
+from transformer_lib.translation.data import Vocab
+from transformer_lib.instruments.switches import head_switches
 src, tgt = Vocab([["i", "am", "cold", "."]] * 2), Vocab([["je", "suis", "froid", "."]] * 2)
 torch.manual_seed(0)
 model = tl.Transformer(tl.TransformerConfig(len(src), len(tgt), num_hiddens=16, ffn_num_hiddens=32,

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from transformer_lib.data import (BatchLoader, SPECIAL_TOKENS, Vocab, d2l_split, grouped_split, load_pairs,
-                                  parse_pairs, preprocess)
+from transformer_lib.translation.data import (BatchLoader, SPECIAL_TOKENS, Vocab, d2l_split, grouped_split,
+                                              load_pairs, parse_pairs, preprocess)
 
 
 def _bare_mtfraeng(d2l):

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.decoding import length_penalty
+from transformer_lib.translation.decoding import length_penalty
 
 SRC_VOCAB, TGT_VOCAB = 40, 35
 

@@ -1,7 +1,7 @@
 """The reader's self-check: one line per check, ok or a reason with the fix."""
 
 import transformer_lib as tl
-from transformer_lib import checkup as doc
+from transformer_lib.instruments import checkup as doc
 from transformer_lib.cli import main
 
 

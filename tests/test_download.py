@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from transformer_lib import download as dl
-from transformer_lib.download import DATA_DIR_ENV, DataError, fra_eng_path, read_fra_eng
+from transformer_lib.translation import download as dl
+from transformer_lib.translation.download import DATA_DIR_ENV, DataError, fra_eng_path, read_fra_eng
 
 FAKE_TEXT = "Go.\tVa !\nHi.\tSalut !\nRun!\tCours !\n"
 FAKE_BYTES = FAKE_TEXT.encode("utf-8")

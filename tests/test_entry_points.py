@@ -8,8 +8,8 @@ import torch
 
 import transformer_lib as tl
 from transformer_lib import _checks
-from transformer_lib.data import BatchLoader, Vocab
-from transformer_lib.training import TrainConfig, fit
+from transformer_lib.translation.data import BatchLoader, Vocab
+from transformer_lib.translation.training import TrainConfig, fit
 
 SRC_VOCAB, TGT_VOCAB = 30, 25
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.decoding import length_penalty
+from transformer_lib.translation.decoding import length_penalty
 
 D, H = 16, 4
 mha = tl.MultiHeadAttention(D, H)

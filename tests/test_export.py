@@ -1,4 +1,4 @@
-"""The exported translator (transformer_lib.export): the ONNX graphs, run by ONNX Runtime, compute
+"""The exported translator (transformer_lib.instruments.export): the ONNX graphs, run by ONNX Runtime, compute
 what the PyTorch model with float16-rounded weights computes, at lengths other than the traced
 ones; greedy decoding with them gives the library's tokens; float16 storage is lossless and halves
 the files; and the settings file holds what the page needs."""
@@ -10,10 +10,10 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.data import Vocab
-from transformer_lib.export import (CONFIG_FILE, DECODER_FILE, ENCODER_FILE, all_on,
+from transformer_lib.translation.data import Vocab
+from transformer_lib.instruments.export import (CONFIG_FILE, DECODER_FILE, ENCODER_FILE, all_on,
                                     export_translator, rounded_to_float16)
-from transformer_lib.translate import decode_ids
+from transformer_lib.translation.translate import decode_ids
 
 ort = pytest.importorskip("onnxruntime")
 pytest.importorskip("onnx")

@@ -270,8 +270,8 @@ CHECKPOINT = ROOT / "_build" / "translator" / "exported.ckpt"
 def _switches_notebook(workdir: Path, sentence: str):
     """A notebook that shows chapter 8's translator with tl's head switches."""
     cells = [nbformat.v4.new_code_cell(
-        "from transformer_lib.checkpoint import load_checkpoint\n"
-        "from transformer_lib.switches import head_switches\n"
+        "from transformer_lib.translation.checkpoint import load_checkpoint\n"
+        "from transformer_lib.instruments.switches import head_switches\n"
         f"model, src_vocab, tgt_vocab, _ = load_checkpoint({str(CHECKPOINT)!r})\n"
         f"head_switches(model, src_vocab, tgt_vocab, {sentence!r})")]
     # with a kernel named, as the chapters have: without one, JupyterLab asks which to start
@@ -282,8 +282,8 @@ def _switches_notebook(workdir: Path, sentence: str):
 
 def test_the_head_switches_change_the_translation_in_a_live_kernel(server, chromium):
     import transformer_lib as tl
-    from transformer_lib.checkpoint import load_checkpoint
-    from transformer_lib.translate import translate_with_attention
+    from transformer_lib.translation.checkpoint import load_checkpoint
+    from transformer_lib.translation.translate import translate_with_attention
 
     if not CHECKPOINT.is_file():
         if os.environ.get("CI"):

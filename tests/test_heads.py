@@ -7,8 +7,8 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.data import Vocab
-from transformer_lib.heads import head_confidence
+from transformer_lib.translation.data import Vocab
+from transformer_lib.instruments.heads import head_confidence
 
 
 def small_model():

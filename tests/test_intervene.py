@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.decoding import beam_search, greedy_decode
+from transformer_lib.translation.decoding import beam_search, greedy_decode
 
 SRC_VOCAB, TGT_VOCAB, BOS, EOS = 23, 19, 1, 2
 

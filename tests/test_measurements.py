@@ -8,12 +8,12 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib import recipes, training
-from transformer_lib.checkpoint import save_checkpoint
-from transformer_lib.data import Vocab, encode_source, pad_batch
-from transformer_lib.decoding import greedy_decode
-from transformer_lib.recipes import RECIPES, trained_transformer
-from transformer_lib.translate import decode_ids, mean_cross_attention
+from transformer_lib.translation import recipes, training
+from transformer_lib.translation.checkpoint import save_checkpoint
+from transformer_lib.translation.data import Vocab, encode_source, pad_batch
+from transformer_lib.translation.decoding import greedy_decode
+from transformer_lib.translation.recipes import RECIPES, trained_transformer
+from transformer_lib.translation.translate import decode_ids, mean_cross_attention
 
 SOURCES = [["i", "am", "cold", "."], ["go", "."], ["he", "is", "calm", "."],
            ["we", "are", "late", "."]]
@@ -129,7 +129,7 @@ def test_the_recipes_model_comes_from_a_checkpoint_of_that_recipe_and_seed(tmp_p
 def test_the_books_paths_exist_only_in_the_books_sources(tmp_path, monkeypatch):
     from pathlib import Path
 
-    from transformer_lib.web import book_root, page_files_dir, saved_translator_path
+    from transformer_lib.instruments.web import book_root, page_files_dir, saved_translator_path
 
     notebooks = tmp_path / "book" / "notebooks"
     notebooks.mkdir(parents=True)
@@ -161,7 +161,7 @@ def test_parameter_counts_add_up_and_follow_the_formulas(norm_first):
 
 
 def test_the_bootstrap_of_bleu_resamples_the_summed_counts():
-    from transformer_lib.bleu import (bleu_from_counts, bleu_steps, bootstrap_bleu,
+    from transformer_lib.translation.bleu import (bleu_from_counts, bleu_steps, bootstrap_bleu,
                                       corpus_bleu, sentence_counts)
 
     refs = [["the cat sat on the mat .", "a cat sat on the mat ."], ["he is calm ."],
@@ -188,7 +188,7 @@ def test_the_bootstrap_of_bleu_resamples_the_summed_counts():
 
 
 def test_show_batch_prints_the_four_tensors_as_tokens(capsys):
-    from transformer_lib.data import BatchLoader, show_batch
+    from transformer_lib.translation.data import BatchLoader, show_batch
 
     batch = next(iter(BatchLoader(list(zip(SOURCES, TARGETS))[:2], SRC_VOCAB, TGT_VOCAB,
                                   batch_size=2, shuffle=False)))

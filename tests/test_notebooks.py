@@ -333,7 +333,7 @@ def test_the_model_whole_page_is_the_librarys_source_and_fits_its_budget():
     library's own objects (never a copy), in reading order, and all of them together stay within
     the budget of lines the page promises a reader; each listed line fits the page."""
     import transformer_lib
-    from transformer_lib.notebook import source_lines
+    from transformer_lib.instruments.notebook import source_lines
 
     cells = [c for c in nbformat.read(MODEL_WHOLE, as_version=4).cells if c.cell_type == "code"]
     setup, listings = cells[0], cells[1:]

@@ -41,4 +41,5 @@ def test_the_wheel_carries_the_scripts_of_the_viewer_and_the_translator(tmp_path
                    cwd=source, check=True, capture_output=True)
     wheel = next(tmp_path.glob("transformer_lib-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    assert {"transformer_lib/attention_view.js", "transformer_lib/translator.js"} <= set(names)
+    assert {"transformer_lib/instruments/attention_view.js",
+            "transformer_lib/instruments/translator.js"} <= set(names)

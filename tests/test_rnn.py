@@ -3,10 +3,10 @@
 import torch
 
 import transformer_lib as tl
-from transformer_lib.checkpoint import load_checkpoint, save_checkpoint
-from transformer_lib.data import Vocab
-from transformer_lib.decoding import beam_search
-from transformer_lib.rnn import GRUConfig, GRUSeq2Seq
+from transformer_lib.translation.checkpoint import load_checkpoint, save_checkpoint
+from transformer_lib.translation.data import Vocab
+from transformer_lib.translation.decoding import beam_search
+from transformer_lib.translation.rnn import GRUConfig, GRUSeq2Seq
 
 
 def gru(seed=0):

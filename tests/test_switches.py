@@ -5,9 +5,9 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.data import Vocab
-from transformer_lib.switches import head_switches
-from transformer_lib.translate import translate_with_attention
+from transformer_lib.translation.data import Vocab
+from transformer_lib.instruments.switches import head_switches
+from transformer_lib.translation.translate import translate_with_attention
 
 SENTENCES = ["i am cold .", "he is very tall .", "we are not afraid of the dark ."]
 

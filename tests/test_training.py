@@ -6,12 +6,13 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.checkpoint import CheckpointError, load_checkpoint, load_weights, save_checkpoint
-from transformer_lib.data import BatchLoader, TestGroup, Vocab
-from transformer_lib.decoding import beam_search
-from transformer_lib.training import (TrainConfig, autocast_dtype, cpu_has_native_bf16, evaluate_loss, fit,
-                                      learning_rate, sequence_loss)
-from transformer_lib.translate import held_out_bleu, translate, translate_with_attention
+from transformer_lib.translation.checkpoint import (CheckpointError, load_checkpoint, load_weights,
+                                                    save_checkpoint)
+from transformer_lib.translation.data import BatchLoader, TestGroup, Vocab
+from transformer_lib.translation.decoding import beam_search
+from transformer_lib.translation.training import (TrainConfig, autocast_dtype, cpu_has_native_bf16,
+                                                  evaluate_loss, fit, learning_rate, sequence_loss)
+from transformer_lib.translation.translate import held_out_bleu, translate, translate_with_attention
 
 PAIRS = [(["i", "am", "cold", "."], ["j'ai", "froid", "."]), (["go", "."], ["va", "!"]),
          (["he", "is", "calm", "."], ["il", "est", "calme", "."]),
@@ -63,7 +64,7 @@ def test_decay_steps_fix_the_schedule_whatever_stops_the_run():
 
 def test_a_time_budget_with_decay_steps_follows_the_step_schedule(monkeypatch):
     """The GRU race's setting: stopped by time, scheduled by steps."""
-    from transformer_lib import training
+    from transformer_lib.translation import training
 
     rates = []
     real = training.learning_rate
@@ -398,8 +399,8 @@ def test_evaluate_loss_with_batch_statistics():
 
 
 def test_d2l_examples_are_scored_as_d2l_scores_them():
-    from transformer_lib.data import tokenize
-    from transformer_lib.translate import D2L_EXAMPLES, score_d2l_examples
+    from transformer_lib.translation.data import tokenize
+    from transformer_lib.translation.translate import D2L_EXAMPLES, score_d2l_examples
 
     pairs = [(tokenize(en), tokenize(fr)) for en, fr, _ in D2L_EXAMPLES]
     src_vocab, tgt_vocab = Vocab([s for s, _ in pairs]), Vocab([t for _, t in pairs])
@@ -416,7 +417,7 @@ def test_d2l_examples_are_scored_as_d2l_scores_them():
 
 
 def test_the_cpu_recipe_trains_half_the_epochs_in_float32(monkeypatch):
-    from transformer_lib.recipes import RECIPES
+    from transformer_lib.translation.recipes import RECIPES
 
     basic = RECIPES["basic"].with_train(device="cpu")
     assert basic.for_precision().train.epochs == (12 if cpu_has_native_bf16() else 6)

@@ -1,7 +1,7 @@
 """Chapter 8's in-browser translator, in the built book, in headless Chromium, offline: the page
 loads nothing of the model until the first click; then its translations of held-out sentences
 equal the library's greedy decoding token for token, the cross-attention it shows equals the
-library's to 1e-3, and its preprocessing equals ``transformer_lib.data.preprocess``.
+library's to 1e-3, and its preprocessing equals ``transformer_lib.translation.data.preprocess``.
 
 The reference is the model the page runs: chapter 8 saves it (float16-rounded, as exported) to
 ``_build/translator/exported.ckpt`` with its held-out sentences.  The test prints the timings and
@@ -35,7 +35,7 @@ def _ours(errors):
 
 
 def _reference():
-    from transformer_lib.checkpoint import load_checkpoint
+    from transformer_lib.translation.checkpoint import load_checkpoint
 
     if not CHECKPOINT.is_file():
         if os.environ.get("CI"):
@@ -68,8 +68,8 @@ def _translate(page, box, sentence):
 
 
 def test_the_page_translates_like_the_library(translator_page):
-    from transformer_lib.data import preprocess, tokenize
-    from transformer_lib.translate import decode_ids, translate_with_attention
+    from transformer_lib.translation.data import preprocess, tokenize
+    from transformer_lib.translation.translate import decode_ids, translate_with_attention
 
     server, routes, page, received, errors = translator_page
     model, src_vocab, tgt_vocab, extra = _reference()
@@ -220,8 +220,8 @@ SETTINGS = ["all on", "one cross head off", "one encoder head off", "decoder sel
 
 def test_the_switches_translate_like_intervene(translator_page):
     import transformer_lib as tl
-    from transformer_lib.data import preprocess, tokenize
-    from transformer_lib.translate import decode_ids
+    from transformer_lib.translation.data import preprocess, tokenize
+    from transformer_lib.translation.translate import decode_ids
 
     server, routes, page, received, errors = translator_page
     model, src_vocab, tgt_vocab, extra = _reference()

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.viz import SCALE, AttentionExample, attention_view
+from transformer_lib.instruments.viz import SCALE, AttentionExample, attention_view
 
 
 def small_model():

@@ -8,9 +8,9 @@ import ipywidgets as widgets  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-import transformer_lib.widgets as tw  # noqa: E402
-from transformer_lib.plotting import figure_to_png, plot_positional_encoding, show_heatmaps  # noqa: E402
-from transformer_lib.positional import sinusoidal_encoding  # noqa: E402
+import transformer_lib.instruments.widgets as tw  # noqa: E402
+from transformer_lib.instruments.plotting import figure_to_png, plot_positional_encoding, show_heatmaps  # noqa: E402
+from transformer_lib.model.positional import sinusoidal_encoding  # noqa: E402
 
 
 def test_show_heatmaps_grid_and_labels():
@@ -111,14 +111,14 @@ def test_long_labels_get_a_dropdown_short_ones_buttons():
 
 
 def _history(seconds, losses, val=()):
-    from transformer_lib.training import History, Validation
+    from transformer_lib.translation.training import History, Validation
 
     return History(steps=list(range(1, len(losses) + 1)), seconds=list(seconds), train_loss=list(losses),
                    validation=[Validation(*v) for v in val])
 
 
 def test_loss_curves_plot_every_run_against_seconds():
-    from transformer_lib.plotting import plot_loss_curves
+    from transformer_lib.instruments.plotting import plot_loss_curves
 
     fig = plot_loss_curves({"a": _history([1, 2, 3], [5, 4, 3], [(3, 1.0, 3.5)]),
                             "b": _history([2, 4], [6, 5])})
@@ -131,7 +131,7 @@ def test_loss_curves_plot_every_run_against_seconds():
 def test_live_loss_plot_redraws_one_display_at_most_every_interval(monkeypatch):
     import IPython.display
 
-    from transformer_lib.notebook import LiveLossPlot
+    from transformer_lib.instruments.notebook import LiveLossPlot
 
     shown = []
 

@@ -8,7 +8,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from .download import DATA_DIR_ENV
+from .translation.download import DATA_DIR_ENV
 
 
 def _add_data_args(p):
@@ -19,8 +19,8 @@ def _add_data_args(p):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .recipes import RECIPES
-    from .training import PRECISIONS
+    from .translation.recipes import RECIPES
+    from .translation.training import PRECISIONS
 
     parser = argparse.ArgumentParser(
         prog="python -m transformer_lib",
@@ -84,13 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_train(args) -> int:
-    from .checkpoint import save_checkpoint
-    from .data import BatchLoader
+    from .translation.checkpoint import save_checkpoint
+    from .translation.data import BatchLoader
     from .model import Transformer, TransformerConfig
-    from .recipes import RECIPES
-    from .rnn import GRUConfig, GRUSeq2Seq
-    from .training import fit, seed_everything
-    from .translate import evaluate_bleu
+    from .translation.recipes import RECIPES
+    from .translation.rnn import GRUConfig, GRUSeq2Seq
+    from .translation.training import fit, seed_everything
+    from .translation.translate import evaluate_bleu
 
     recipe = RECIPES[args.recipe]
     changes = dict(epochs=args.epochs, max_seconds=args.max_seconds,
@@ -149,8 +149,8 @@ def cmd_train(args) -> int:
 
 
 def cmd_translate(args) -> int:
-    from .checkpoint import load_checkpoint
-    from .translate import translate
+    from .translation.checkpoint import load_checkpoint
+    from .translation.translate import translate
 
     model, src_vocab, tgt_vocab, _ = load_checkpoint(args.checkpoint)
     sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin]
@@ -168,9 +168,9 @@ def cmd_translate(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from .checkpoint import load_checkpoint
-    from .recipes import RECIPES
-    from .translate import held_out_bleu
+    from .translation.checkpoint import load_checkpoint
+    from .translation.recipes import RECIPES
+    from .translation.translate import held_out_bleu
 
     model, src_vocab, tgt_vocab, extra = load_checkpoint(args.checkpoint)
     if "recipe" not in extra:
@@ -192,14 +192,14 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_doctor(args) -> int:
-    from .checkup import doctor
+    from .instruments.checkup import doctor
 
     return 0 if doctor(args.data_dir) else 1
 
 
 def main(argv=None) -> int:
-    from .checkpoint import CheckpointError
-    from .download import DataError
+    from .translation.checkpoint import CheckpointError
+    from .translation.download import DataError
 
     args = build_parser().parse_args(argv)
     commands = {"train": cmd_train, "translate": cmd_translate,

@@ -1,11 +1,11 @@
 """The trained translator for the browser: ONNX graphs of the encoder and
 of one greedy decoding step, which also returns that step's
 cross-attention weights, and the vocabularies and decoding settings as
-JSON.  Both graphs take :func:`~transformer_lib.intervene`'s switches as
-inputs: a gate per head of each kind, the hidden source positions and
-the encoder's window (all on, none hidden and a window as long as the
-source: the model itself).  The book's page runs them with ONNX Runtime Web
-(``translator.js``), with no server and no kernel.
+JSON.  Both graphs take :func:`~transformer_lib.model.intervene`'s
+switches as inputs: a gate per head of each kind, the hidden source
+positions and the encoder's window (all on, none hidden and a window as
+long as the source: the model itself).  The book's page runs them with
+ONNX Runtime Web (``translator.js``), with no server and no kernel.
 
 The weights are stored as float16 and cast to float32 inside the graph, so
 the files are half the size and every product is still float32.  The
@@ -26,9 +26,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from .data import SPECIAL_TOKENS, Vocab
-from .intervene import intervene
-from .record import record_attention
+from ..translation.data import SPECIAL_TOKENS, Vocab
+from ..model.intervene import intervene
+from ..model.record import record_attention
 
 ENCODER_FILE = "encoder.onnx"
 DECODER_FILE = "decoder_step.onnx"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_positive_int, check_probability, check_tensor
+from .._checks import check_positive_int, check_probability, check_tensor
 
 
 def sinusoidal_encoding(max_len: int, num_hiddens: int,

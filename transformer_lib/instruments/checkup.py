@@ -60,7 +60,7 @@ def check_torch() -> Check:
 def check_device() -> Check:
     """The device the chapters will use, and the precision ``fit`` will
     train in there."""
-    from .training import (PRECISION_VARIABLE, autocast_dtype,
+    from ..translation.training import (PRECISION_VARIABLE, autocast_dtype,
                            cpu_has_native_bf16, forced_precision,
                            pick_device, precision_name)
 
@@ -122,7 +122,7 @@ def check_frontend() -> Check:
 def check_data(data_dir=None) -> Check:
     """Whether the English-French pairs are found, and where, or will be
     downloaded on first use."""
-    from .download import (DATA_DIR_ENV, FRA_ENG_URL, DataError,
+    from ..translation.download import (DATA_DIR_ENV, FRA_ENG_URL, DataError,
                            default_cache_dir, fra_eng_path)
 
     try:

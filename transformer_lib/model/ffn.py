@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from ._checks import check_positive_int, check_tensor
+from .._checks import check_positive_int, check_tensor
 
 
 class PositionWiseFFN(nn.Module):

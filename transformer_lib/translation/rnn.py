@@ -12,11 +12,11 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from ._checks import (check_positive_int, check_probability, check_tensor,
+from .._checks import (check_positive_int, check_probability, check_tensor,
                       check_token_ids, check_valid_lens,
                       skip_value_checks)
-from .attention import AdditiveAttention
-from .model import EncoderDecoder
+from ..model.attention import AdditiveAttention
+from ..model import EncoderDecoder
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Other layouts of multi-head attention, for teaching: the same function
-as :class:`~transformer_lib.multihead.MultiHeadAttention`, arranged as
+as :class:`~transformer_lib.model.multihead.MultiHeadAttention`, arranged as
 other code bases arrange it, with exact conversions.
 
 - d2l: the heads folded into the batch (:func:`transpose_qkv`);
@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import (check_heads_divide, check_positive_int,
+from .._checks import (check_heads_divide, check_positive_int,
                       check_probability, check_tensor)
 from .attention import DotProductAttention, softmax_with_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from ._checks import (check_pre_norm, check_token_ids, check_valid_lens,
+from .._checks import (check_pre_norm, check_token_ids, check_valid_lens,
                       skip_value_checks)
 from .addnorm import AddNorm
 from .ffn import PositionWiseFFN

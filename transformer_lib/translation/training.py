@@ -14,9 +14,9 @@ from pathlib import Path
 
 import torch
 
-from ._checks import check_positive_int
+from .._checks import check_positive_int
 from .data import Vocab
-from .model import training_mode
+from ..model import training_mode
 
 # precision -> the dtype of autocast's matrix products (None: no autocast)
 DTYPES = {"float32": None, "bfloat16": torch.bfloat16,

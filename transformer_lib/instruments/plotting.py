@@ -88,7 +88,7 @@ def plot_positional_encoding(P, *, columns=(6, 7, 8, 9), figsize=(10, 3.2)):
 
 def plot_loss_curves(histories, *, figsize=(10, 3.6)):
     """Loss against training time for runs of
-    :func:`~transformer_lib.training.fit`.
+    :func:`~transformer_lib.translation.training.fit`.
 
     histories: ``{"label": History, ...}``.  Left: the training loss (the
     mean over each log interval); right: the validation loss after each

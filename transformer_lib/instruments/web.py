@@ -1,15 +1,15 @@
 """A translator that runs in the reader's browser, in the static book: a
 text box, a button, the French, and the cross-attention behind it in the
 viewer of :mod:`.viz`.  With ``switches=True`` it also has the switches
-of :func:`~transformer_lib.intervene`: a button per head, for each kind
+of :func:`~transformer_lib.model.intervene`: a button per head, for each kind
 of attention, "all on" and "keep the top k" of a ranking, the encoder's
 window, and the source words, which a click hides; every click
 translates again (the ONNX graphs take the switches as inputs).
 
 :func:`translator_box` is an HTML output: inline script and markup only
 (a few kilobytes).  ONNX Runtime Web and the model, exported by
-:func:`transformer_lib.export.export_translator`, load on the first
-click, from ``ort/`` and ``translator/`` at the root of the book's site
+:func:`transformer_lib.instruments.export.export_translator`, load on the
+first click, from ``ort/`` and ``translator/`` at the root of the book's site
 (the build copies them from ``_extra/``; they are not in ``_static``,
 whose scripts every page loads); where they are missing (a notebook
 outside the book) or WebAssembly is not available, the box says so.
@@ -143,7 +143,7 @@ def translator_box(example: str = "I am cold.", base: str = "../", *,
     ``ort/`` and ``translator/``, relative to the page, used when the page
     does not load Sphinx's ``_static`` folder (whose parent is the root).
 
-    switches: show the switches of :func:`~transformer_lib.intervene`
+    switches: show the switches of :func:`~transformer_lib.model.intervene`
     (they appear with the first translation, when the model's sizes are
     known).  ranking: ``(kind, block, head)`` triples, most important
     first, for "keep the top k" (every head of the model, once)."""

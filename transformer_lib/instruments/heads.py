@@ -1,12 +1,13 @@
 """What each head of a trained encoder-decoder does, measured: its
 *confidence* (Voita et al., 2019), the largest weight it gives, on
-average.  (Switching heads off is :func:`~transformer_lib.intervene`.)"""
+average.  (Switching heads off is
+:func:`~transformer_lib.model.intervene`.)"""
 
 from __future__ import annotations
 
 import torch
 
-from .data import Vocab
+from ..translation.data import Vocab
 
 
 @torch.no_grad()

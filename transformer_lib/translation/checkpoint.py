@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from .data import Vocab
-from .model import Transformer, TransformerConfig
+from ..model import Transformer, TransformerConfig
 
 FORMAT_VERSION = 1
 

@@ -12,7 +12,8 @@ means "this query may look at this key" (as in
 
 The functions and layers here check shapes and dtypes, and that
 ``valid_lens`` lies in ``[0, K]``, except inside a model's ``encode`` and
-``decode``, whose entry points checked it once (see :mod:`._checks`).
+``decode``, whose entry points checked it once (see
+:mod:`transformer_lib._checks`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import (check_key_lens, check_positive_int,
+from .._checks import (check_key_lens, check_positive_int,
                       check_probability, check_tensor, size_or)
 
 
@@ -198,8 +199,8 @@ class DotProductAttention(nn.Module):
     :func:`~transformer_lib.record_attention`, which sets ``recorder`` to a
     list for the duration of its ``with`` block: then it computes the
     weights explicitly and appends them there.  Inside
-    :func:`~transformer_lib.intervene`, ``intervention`` masks more keys
-    and switches heads off.
+    :func:`~transformer_lib.model.intervene`, ``intervention`` masks more
+    keys and switches heads off.
     """
 
     def __init__(self, dropout: float = 0.0):

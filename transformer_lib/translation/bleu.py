@@ -22,7 +22,7 @@ import numpy as np
 import sacrebleu
 from sacrebleu.metrics import BLEU, BLEUScore
 
-from ._checks import check_positive_int
+from .._checks import check_positive_int
 
 
 def _ngrams(tokens: list[str], n: int) -> Counter:

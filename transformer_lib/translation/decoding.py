@@ -3,7 +3,7 @@
 Both functions check their inputs once, then call the model's unchecked
 ``encoder.encode`` once and ``decoder.decode`` once per step.  For the
 attention weights behind a translation, see
-:func:`transformer_lib.translate.translate_with_attention`.
+:func:`transformer_lib.translation.translate.translate_with_attention`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ._checks import check_positive_int, check_tensor
-from .model import training_mode
+from .._checks import check_positive_int, check_tensor
+from ..model import training_mode
 
 
 def _check_decoding(model, src, src_valid_lens, max_len, token_ids):

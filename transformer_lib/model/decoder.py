@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ._checks import (check_pre_norm, check_tensor, check_token_ids,
+from .._checks import (check_pre_norm, check_tensor, check_token_ids,
                       check_valid_lens, skip_value_checks)
 from .addnorm import AddNorm
 from .ffn import PositionWiseFFN

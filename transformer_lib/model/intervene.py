@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from ._checks import check_tensor
+from .._checks import check_tensor
 
 KINDS = ("encoder_self", "decoder_self", "cross")
 SOURCE_KINDS = ("encoder_self", "cross")  # the layers whose keys are source

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import (check_heads_divide, check_positive_int, check_tensor,
+from .._checks import (check_heads_divide, check_positive_int, check_tensor,
                       size_or)
 from .attention import DotProductAttention
 
@@ -110,7 +110,7 @@ class MultiHeadAttention(nn.Module):
         ``(B, K, value_size)`` -> ``(B, Q, num_hiddens)``.
 
         valid_lens ``(B,)`` or ``(B, Q)``, attn_mask and causal: see
-        :func:`~transformer_lib.attention.attention_mask`.  kv: a
+        :func:`~transformer_lib.model.attention.attention_mask`.  kv: a
         :class:`KVCache` holding the keys and values of earlier calls.
         """
         self.check_shapes(queries, keys, values, kv)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from ._checks import check_probability, check_tensor
+from .._checks import check_probability, check_tensor
 
 
 class AddNorm(nn.Module):

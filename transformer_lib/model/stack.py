@@ -7,7 +7,7 @@ import math
 
 from torch import nn
 
-from ._checks import check_positive_int
+from .._checks import check_positive_int
 from .positional import PositionalEncoding
 
 

@@ -10,7 +10,7 @@ import os
 import textwrap
 import time
 
-from .training import pick_device
+from ..translation.training import pick_device
 
 __all__ = ["LiveLossPlot", "claim", "glue", "pick_device", "show_source"]
 
@@ -104,7 +104,7 @@ def claim(name: str, value, op: str, bound) -> bool:
 
 class LiveLossPlot:
     """A loss plot that redraws itself in place while
-    :func:`~transformer_lib.training.fit` trains: pass it as
+    :func:`~transformer_lib.translation.training.fit` trains: pass it as
     ``fit(..., callback=plot)``.
 
     label: the name of the run being trained; finished: ``{"label":

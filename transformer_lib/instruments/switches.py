@@ -1,5 +1,5 @@
-"""The switches of :func:`~transformer_lib.intervene` as ipywidgets, for
-a live kernel (JupyterLab, the classic Notebook, Colab's ipywidgets 7):
+"""The switches of :func:`~transformer_lib.model.intervene` as ipywidgets,
+for a live kernel (JupyterLab, the classic Notebook, Colab's ipywidgets 7):
 a button per head for each kind of attention, "all on", "keep the top k"
 of a ranking, the encoder's window and the source words, which a click
 hides.  Every change translates again with the PyTorch model.  The
@@ -16,10 +16,10 @@ import html
 
 import torch
 
-from .data import preprocess, tokenize
-from .intervene import KINDS, intervene
+from ..translation.data import preprocess, tokenize
+from ..model.intervene import KINDS, intervene
 from .plotting import _pyplot, figure_to_png
-from .translate import translate_with_attention
+from ..translation.translate import translate_with_attention
 from .web import _checked_ranking
 from .widgets import _ipywidgets
 
@@ -182,7 +182,7 @@ class HeadSwitches:
 
 def head_switches(model, src_vocab, tgt_vocab, sentence: str, *,
                   ranking=None) -> HeadSwitches:
-    """The switches of :func:`~transformer_lib.intervene` on ``model``,
+    """The switches of :func:`~transformer_lib.model.intervene` on ``model``,
     translating ``sentence`` (which the reader can change) greedily.
 
     ranking: ``(kind, block, head)`` triples, most important first, for

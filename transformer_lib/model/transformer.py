@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from ._checks import (check_heads_divide, check_positive_int,
+from .._checks import (check_heads_divide, check_positive_int,
                       check_pre_norm, check_probability, check_token_ids,
                       check_valid_lens)
 from .decoder import TransformerDecoder

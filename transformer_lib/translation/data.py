@@ -3,7 +3,8 @@ subsets, a grouped train/validation/test split, and length-bucketed
 batches.
 
 The pairs are d2l's ``fra-eng`` file (Tatoeba via manythings.org, CC-BY
-2.0); see :mod:`transformer_lib.download` for where it is looked for.
+2.0); see :mod:`transformer_lib.translation.download` for where it is
+looked for.
 """
 
 from __future__ import annotations

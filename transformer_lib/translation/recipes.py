@@ -73,17 +73,18 @@ def trained_transformer(recipe: Recipe, *, checkpoint=None):
     ``python -m transformer_lib train`` gives (which also validates after
     each epoch; that draws no random numbers), without its validation.
 
-    ``checkpoint``: a file written by :func:`~transformer_lib.checkpoint.
-    save_checkpoint` with ``extra={"recipe": recipe.label}`` (chapter 8's
-    build writes one); when it exists and records this recipe and seed,
-    its model is returned instead of training one (minutes on a CPU).
-    The model is in evaluation mode, on ``recipe.train.device`` (CPU if
-    that is None and the checkpoint was used)."""
+    ``checkpoint``: a file written by
+    :func:`~transformer_lib.translation.checkpoint.save_checkpoint` with
+    ``extra={"recipe": recipe.label}`` (chapter 8's build writes one); when
+    it exists and records this recipe and seed, its model is returned
+    instead of training one (minutes on a CPU).  The model is in
+    evaluation mode, on ``recipe.train.device`` (CPU if that is None and
+    the checkpoint was used)."""
     from pathlib import Path
 
     from .checkpoint import load_checkpoint
     from .data import BatchLoader
-    from .model import Transformer, TransformerConfig
+    from ..model import Transformer, TransformerConfig
     from .training import fit, seed_everything
 
     if checkpoint is not None and Path(checkpoint).is_file():

@@ -13,7 +13,7 @@ import torch
 from .bleu import bleu, corpus_bleu
 from .data import Vocab, encode_source, pad_batch, preprocess, tokenize
 from .decoding import beam_search, greedy_decode
-from .intervene import intervene
+from ..model.intervene import intervene
 
 
 def detokenize(tokens) -> str:
@@ -83,7 +83,7 @@ def decode_ids(model, sources, src_vocab: Vocab, tgt_vocab: Vocab, *,
 
     ``hide``: one entry per source, ``None`` or the position of a source
     token that no attention may see while that source is translated
-    (:func:`~transformer_lib.intervene`'s ``hidden``)."""
+    (:func:`~transformer_lib.model.intervene`'s ``hidden``)."""
     device = _model_device(model)
     if hide is not None:
         _check_hide(hide, sources)

@@ -1,0 +1,55 @@
+"""The task the book trains the model on: English to French.
+
+- :mod:`.download`    finding and verifying the fra-eng pairs
+- :mod:`.data`        preprocessing, vocabularies, subsets, the grouped
+                      split, batches
+- :mod:`.training`    the loss, the learning-rate schedule, ``fit``,
+                      precision
+- :mod:`.checkpoint`  saving and loading trained models
+- :mod:`.decoding`    greedy decoding and beam search
+- :mod:`.bleu`        corpus BLEU, step by step and bootstrapped
+- :mod:`.translate`   sentences in, translations and their BLEU out
+- :mod:`.rnn`         a GRU encoder-decoder with additive attention, the
+                      baseline the Transformer races
+- :mod:`.recipes`     the named settings (data, model, training) the
+                      chapters and the command line share
+
+It uses :mod:`transformer_lib.model`, and nothing of the book's
+instruments.
+"""
+
+from .bleu import (BleuSteps, bleu, bleu_from_counts, bleu_steps,
+                   bootstrap_bleu, corpus_bleu, sentence_counts)
+from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from .data import (BASIC_MAX_TOKENS, BASIC_PREFIXES, SPECIAL_TOKENS, Batch,
+                   BatchLoader, Split, TestGroup, Vocab, grouped_split,
+                   load_pairs, preprocess, show_batch, tokenize)
+from .decoding import beam_search, greedy_decode, length_penalty
+from .download import DataError, fra_eng_path, read_fra_eng
+from .recipes import RECIPES, Recipe, trained_transformer
+from .rnn import GRUConfig, GRUSeq2Seq
+from .training import (History, SmoothedCrossEntropy, TrainConfig,
+                       autocast_dtype, evaluate_loss, fit, learning_rate,
+                       make_optimizer, pick_device, precision_name,
+                       seed_everything, sequence_loss, train_step)
+from .translate import (D2L_EXAMPLES, BleuScore, decode_ids, detokenize,
+                        evaluate_bleu, held_out_bleu, mean_cross_attention,
+                        score_d2l_examples, translate,
+                        translate_with_attention)
+
+__all__ = [
+    "BASIC_MAX_TOKENS", "BASIC_PREFIXES", "Batch", "BatchLoader",
+    "BleuScore", "BleuSteps", "CheckpointError", "D2L_EXAMPLES", "DataError",
+    "GRUConfig", "GRUSeq2Seq", "History", "RECIPES", "Recipe",
+    "SPECIAL_TOKENS", "SmoothedCrossEntropy", "Split", "TestGroup",
+    "TrainConfig", "Vocab", "autocast_dtype", "beam_search", "bleu",
+    "bleu_from_counts", "bleu_steps", "bootstrap_bleu", "corpus_bleu",
+    "decode_ids", "detokenize", "evaluate_bleu", "evaluate_loss", "fit",
+    "fra_eng_path", "greedy_decode", "grouped_split", "held_out_bleu",
+    "learning_rate", "length_penalty", "load_checkpoint", "load_pairs",
+    "make_optimizer", "mean_cross_attention", "pick_device",
+    "precision_name", "preprocess", "read_fra_eng", "save_checkpoint",
+    "score_d2l_examples", "seed_everything", "sentence_counts",
+    "sequence_loss", "show_batch", "tokenize", "train_step",
+    "trained_transformer", "translate", "translate_with_attention",
+]
