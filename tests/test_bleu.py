@@ -3,6 +3,7 @@ sacreBLEU's."""
 
 import inspect
 import math
+import re
 
 import pytest
 import sacrebleu
@@ -205,6 +206,21 @@ def test_bleu_steps_by_hand():
     # a tie (references of 5 and 7 tokens for 6) takes the shorter reference: no penalty
     tie = bleu_steps(hyps, [["il est calme , oui", "oui , il est très calme ."]])
     assert tie.ref_len == 5 and tie.brevity_penalty == 1.0
+
+
+def test_the_worked_formula_prints_each_step_and_multiplies_to_the_score():
+    steps = bleu_steps(["il est il est calme ."], [["il est calme .", "oui , il est très calme ."]])
+    lines = steps.worked().splitlines()
+    assert lines[:4] == ["p_1 =  4 /  6 = 0.6667", "p_2 =  3 /  5 = 0.6000",
+                         "p_3 =  2 /  4 = 0.5000", "p_4 =  1 /  3 = 0.3333"]
+    assert lines[4] == "c = 6 hypothesis tokens, r = 7 reference tokens"
+    assert lines[-1].startswith("BLEU = 100 * BP * (p_1 p_2 p_3 p_4)^(1/4) = 100 * ")
+    bp, mean, score = map(float, re.fullmatch(r".* = 100 \* (\S+) \* (\S+) = (\S+)",
+                                              lines[-1]).groups())
+    assert bp * mean * 100 == pytest.approx(score, abs=0.01)   # 4 decimals each
+    assert score == pytest.approx(steps.score, abs=1e-4)
+    smoothed = bleu_steps(["a b c d"], ["a b x d"]).worked()   # no 3-gram and no 4-gram matches
+    assert smoothed.count("(no match: the stand-in)") == 2
 
 
 def test_bleu_steps_counts_are_summed_before_dividing():

@@ -61,6 +61,13 @@ def test_a_hidden_word_is_hidden_from_every_attention_while_its_source_is_transl
     model = small_model()
     plain = decode_ids(model, SOURCES, SRC_VOCAB, TGT_VOCAB, max_len=6)
     assert decode_ids(model, SOURCES, SRC_VOCAB, TGT_VOCAB, max_len=6, hide=[None] * 4) == plain
+    ends = small_model()
+    with torch.no_grad():     # a model that often says <eos>
+        ends.decoder.dense.bias[TGT_VOCAB.eos] = 5.0
+    with_eos = decode_ids(ends, SOURCES, SRC_VOCAB, TGT_VOCAB, max_len=6)
+    assert sum(ids[-1] == TGT_VOCAB.eos for ids in with_eos) >= 2
+    bare = decode_ids(ends, SOURCES, SRC_VOCAB, TGT_VOCAB, max_len=6, with_eos=False)
+    assert bare == [ids[:-1] if ids[-1] == TGT_VOCAB.eos else ids for ids in with_eos]
     hide = [1, None, 0, 2]
     hidden_ids = decode_ids(model, SOURCES, SRC_VOCAB, TGT_VOCAB, max_len=6, hide=hide)
     for i, source in enumerate(SOURCES):        # each sentence alone, by hand

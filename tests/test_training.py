@@ -10,8 +10,9 @@ from transformer_lib.translation.checkpoint import (CheckpointError, load_checkp
                                                     save_checkpoint)
 from transformer_lib.translation.data import BatchLoader, TestGroup, Vocab
 from transformer_lib.translation.decoding import beam_search
-from transformer_lib.translation.training import (TrainConfig, autocast_dtype, cpu_has_native_bf16,
-                                                  evaluate_loss, fit, learning_rate, sequence_loss)
+from transformer_lib.translation.training import (EpochSnapshots, TrainConfig, autocast_dtype,
+                                                  cpu_has_native_bf16, evaluate_loss, fit,
+                                                  learning_rate, sequence_loss)
 from transformer_lib.translation.translate import held_out_bleu, translate, translate_with_attention
 
 PAIRS = [(["i", "am", "cold", "."], ["j'ai", "froid", "."]), (["go", "."], ["va", "!"]),
@@ -130,6 +131,37 @@ def test_callback_sees_the_history():
                   callback=lambda h: seen.append(len(h.train_loss)),
                   progress=False)
     assert seen[-1] == len(history.train_loss) == 4
+
+
+def test_callbacks_are_not_training_time_and_a_list_runs_each():
+    slow, seen = [], []
+    history = fit(tiny_model(), BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 3),
+                  BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 6, shuffle=False),
+                  TrainConfig(epochs=0, max_seconds=0.6, log_every=1, device="cpu"),
+                  callback=[lambda h: slow.append(time.sleep(0.1)),
+                            lambda h: seen.append(len(h.train_loss))], progress=False)
+    # a budget of 0.6 s, with 0.1 s of callback at every step: all counted, it would stop
+    # after about 6 steps
+    assert len(slow) == len(seen) > 8 and history.train_seconds < 0.5 * 0.1 * len(slow)
+    assert history.validation[-1].seconds <= history.train_seconds
+
+
+def test_epoch_snapshots_keep_the_weights_each_validation_saw():
+    model = tiny_model()
+    snapshots = EpochSnapshots(model, epochs=2)
+    history = fit(model, BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 3, seed=0),
+                  BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 6, shuffle=False),
+                  TrainConfig(epochs=4, device="cpu"), callback=snapshots, progress=False)
+    assert snapshots.last_epoch == 2 and sorted(snapshots.weights) == [1, 2]
+    val = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 6, shuffle=False)
+    for epoch, weights in snapshots.weights.items():
+        then = tiny_model()
+        then.load_state_dict(weights)
+        assert evaluate_loss(then, val) == pytest.approx(history.validation[epoch - 1].loss)
+    assert evaluate_loss(model, val) == pytest.approx(history.validation[-1].loss)
+    assert evaluate_loss(model, val) != pytest.approx(history.validation[1].loss)
+    with pytest.raises(ValueError, match="epochs"):
+        EpochSnapshots(model, epochs=0)
 
 
 def test_greedy_equals_beam_of_size_one():

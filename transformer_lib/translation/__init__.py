@@ -28,10 +28,11 @@ from .decoding import beam_search, greedy_decode, length_penalty
 from .download import DataError, fra_eng_path, read_fra_eng
 from .recipes import RECIPES, Recipe, trained_transformer
 from .rnn import GRUConfig, GRUSeq2Seq
-from .training import (History, SmoothedCrossEntropy, TrainConfig,
-                       autocast_dtype, evaluate_loss, fit, learning_rate,
-                       make_optimizer, pick_device, precision_name,
-                       seed_everything, sequence_loss, train_step)
+from .training import (EpochSnapshots, History, SmoothedCrossEntropy,
+                       TrainConfig, autocast_dtype, evaluate_loss, fit,
+                       learning_rate, make_optimizer, pick_device,
+                       precision_name, seed_everything, sequence_loss,
+                       train_step)
 from .translate import (D2L_EXAMPLES, BleuScore, decode_ids, detokenize,
                         evaluate_bleu, held_out_bleu, mean_cross_attention,
                         score_d2l_examples, translate,
@@ -40,8 +41,8 @@ from .translate import (D2L_EXAMPLES, BleuScore, decode_ids, detokenize,
 __all__ = [
     "BASIC_MAX_TOKENS", "BASIC_PREFIXES", "Batch", "BatchLoader",
     "BleuScore", "BleuSteps", "CheckpointError", "D2L_EXAMPLES", "DataError",
-    "GRUConfig", "GRUSeq2Seq", "History", "RECIPES", "Recipe",
-    "SPECIAL_TOKENS", "SmoothedCrossEntropy", "Split", "TestGroup",
+    "EpochSnapshots", "GRUConfig", "GRUSeq2Seq", "History", "RECIPES",
+    "Recipe", "SPECIAL_TOKENS", "SmoothedCrossEntropy", "Split", "TestGroup",
     "TrainConfig", "Vocab", "autocast_dtype", "beam_search", "bleu",
     "bleu_from_counts", "bleu_steps", "bootstrap_bleu", "corpus_bleu",
     "decode_ids", "detokenize", "evaluate_bleu", "evaluate_loss", "fit",

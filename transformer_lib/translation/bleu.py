@@ -166,6 +166,25 @@ class BleuSteps:
     brevity_penalty: float         # BP = min(1, exp(1 - r / c))
     score: float                   # BLEU, 0-100
 
+    def worked(self) -> str:
+        """The formula with these numbers, one line per step."""
+        lines = []
+        for n, (m, t, p) in enumerate(
+                zip(self.matches, self.totals, self.precisions), start=1):
+            note = "   (no match: the stand-in)" if m == 0 and p > 0 else ""
+            lines.append(f"p_{n} = {m:>2} / {t:>2} = {p:.4f}{note}")
+        n_max = len(self.precisions)
+        mean = (math.exp(sum(map(math.log, self.precisions)) / n_max)
+                if all(self.precisions) else 0.0)   # geometric mean of p_n
+        product = " ".join(f"p_{n}" for n in range(1, n_max + 1))
+        bp = self.brevity_penalty
+        return "\n".join(lines + [
+            f"c = {self.hyp_len} hypothesis tokens, "
+            f"r = {self.ref_len} reference tokens",
+            f"BP = min(1, exp(1 - r/c)) = {bp:.4f}",
+            f"BLEU = 100 * BP * ({product})^(1/{n_max}) = "
+            f"100 * {bp:.4f} * {mean:.4f} = {self.score:.4f}"])
+
 
 def bleu_steps(hypotheses: list[str],
                references: list[list[str]] | list[str], max_n: int = 4,

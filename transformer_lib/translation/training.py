@@ -211,6 +211,28 @@ class History:
         return self.target_tokens / max(self.train_seconds, 1e-9)
 
 
+class EpochSnapshots:
+    """A :func:`fit` callback that keeps a copy of ``model``'s weights at
+    each of its first ``epochs`` validations (fit validates at the end of
+    every epoch, and where a time budget stops it): ``weights[k]``, a
+    state dict, for ``history.validation[k - 1]``.  ``last_epoch``: the
+    latest ``k`` kept, 0 before the first."""
+
+    def __init__(self, model: torch.nn.Module, epochs: int):
+        check_positive_int("epochs", epochs)
+        self.model, self.epochs = model, epochs
+        self.weights: dict[int, dict] = {}
+
+    def __call__(self, history: History) -> None:
+        epoch = len(history.validation)
+        if 0 < epoch <= self.epochs and epoch not in self.weights:
+            self.weights[epoch] = copy.deepcopy(self.model.state_dict())
+
+    @property
+    def last_epoch(self) -> int:
+        return max(self.weights, default=0)
+
+
 def learning_rate(config: TrainConfig, step: int, progress: float) -> float:
     """``lr`` times a linear warm-up over ``warmup_steps`` and, for the
     ``"linear"`` schedule, times ``1 - progress`` from the first step on
@@ -324,10 +346,12 @@ def fit(model, train_loader, val_loader=None,
     batches is the loader's: its seed and the epoch, which fit sets with
     ``train_loader.set_epoch``.  The model ends in the mode it had.  The
     loss is read on the host only at log points.
-    ``callback(history)`` runs every ``config.log_every`` steps and, when
-    there is a ``val_loader``, after each epoch's validation, e.g. to
-    redraw a live loss plot; ``progress=False``
-    silences the tqdm bar.
+    ``callback(history)`` (or each of a list of callbacks) runs every
+    ``config.log_every`` steps and, when there is a ``val_loader``, after
+    each epoch's validation, e.g. to redraw a live loss plot; like
+    validation, its time is not training time (``max_seconds`` and
+    ``History.train_seconds`` leave it out).  ``progress=False`` silences
+    the tqdm bar.
 
     ``checkpoint``: a file where fit saves, after each epoch and
     atomically, all it needs to go on: the weights, the optimiser's and
@@ -424,10 +448,20 @@ def _train(model, train_loader, val_loader, config, device, dtype,
     bar = tqdm(total=total_steps, initial=step, disable=not progress,
                unit="step")
     before = history.train_seconds  # of a run this one resumes
-    start, paused = time.perf_counter(), 0.0  # validation is not training
+    # validation and callbacks are not training
+    start, paused = time.perf_counter(), 0.0
+    callbacks = (list(callback) if isinstance(callback, (list, tuple))
+                 else [callback] if callback else [])
 
     def elapsed():
         return before + time.perf_counter() - start - paused
+
+    def call_back():
+        nonlocal paused
+        t0 = time.perf_counter()
+        for each in callbacks:
+            each(history)
+        paused += time.perf_counter() - t0
 
     def progress_fraction():
         fractions = [step / total_steps] if total_steps else []
@@ -459,8 +493,7 @@ def _train(model, train_loader, val_loader, config, device, dtype,
                 running_steps = 0
                 bar.set_postfix(loss=f"{history.train_loss[-1]:.3f}",
                                 s=f"{elapsed():.0f}")
-                if callback:
-                    callback(history)
+                call_back()
         else:  # the epoch ran to its end
             epoch += 1
         if step == first > 0:  # the budget ran out before this pass began:
@@ -479,7 +512,7 @@ def _train(model, train_loader, val_loader, config, device, dtype,
                                 step=step, epoch=epoch, running=running,
                                 running_steps=running_steps, history=history,
                                 device=device)
-        if callback and val_loader is not None:
-            callback(history)
+        if val_loader is not None:
+            call_back()
     bar.close()
     return history

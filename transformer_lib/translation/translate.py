@@ -77,9 +77,11 @@ def _check_hide(hide, sources) -> None:
 def decode_ids(model, sources, src_vocab: Vocab, tgt_vocab: Vocab, *,
                beam_size: int = 1, max_len: int | None = None,
                batch_size: int = 256, length_penalty: float = 0.6,
-               use_cache: bool = True, hide=None) -> list[list[int]]:
+               use_cache: bool = True, hide=None,
+               with_eos: bool = True) -> list[list[int]]:
     """The target ids the decoder emitted for each source (token lists),
-    up to and with its first ``<eos>``, or all of them if none came.
+    up to and with its first ``<eos>`` (without it if ``with_eos`` is
+    False), or all of them if none came.
 
     ``hide``: one entry per source, ``None`` or the position of a source
     token that no attention may see while that source is translated
@@ -111,8 +113,9 @@ def decode_ids(model, sources, src_vocab: Vocab, tgt_vocab: Vocab, *,
                                   beam_size=beam_size,
                                   length_penalty=length_penalty, **ids)
         for i, row in zip(idx, out.tolist()):
-            end = row.index(Vocab.eos) + 1 if Vocab.eos in row else len(row)
-            results[i] = row[:end]
+            if Vocab.eos in row:    # cut after the first <eos>, or at it
+                row = row[:row.index(Vocab.eos) + (1 if with_eos else 0)]
+            results[i] = row
     return results
 
 
