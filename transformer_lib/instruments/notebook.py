@@ -109,7 +109,8 @@ class LiveLossPlot:
 
     label: the name of the run being trained; finished: ``{"label":
     History}`` of earlier runs, drawn for comparison.  The figure is
-    redrawn at most every ``every_seconds`` (drawing costs training time)
+    redrawn at most every ``every_seconds`` (drawing costs wall-clock time,
+    which ``fit`` does not count as training time)
     and always by :meth:`finish`.  In a saved notebook only the last
     drawing remains, because every redraw replaces the same display.
     """

@@ -209,12 +209,12 @@ def bleu_steps(hypotheses: list[str],
     each sentence the reference length closest to the hypothesis' length,
     the shorter one on a tie), the brevity penalty is
     :math:`\mathrm{BP} = \min(1, e^{1 - r/c})` (0 when :math:`c = 0`) and,
-    with :math:`N` = ``max_n``,
+    with :math:`n_\max` = ``max_n``,
 
     .. math::
 
         \mathrm{BLEU} = 100 \cdot \mathrm{BP} \cdot
-            \exp\Big(\frac{1}{N} \sum_{n=1}^{N} \log p_n\Big).
+            \exp\Big(\frac{1}{n_\max} \sum_{n=1}^{n_\max} \log p_n\Big).
 
     As sacreBLEU by default (its ``smooth_method="exp"``), an order with
     no match while other orders match gets :math:`p_n = 1/(2^k \cdot
