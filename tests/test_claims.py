@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from browser import ROOT
-from transformer_lib.instruments.notebook import claim
+from transformer_lib.instruments.notebook import claim, report
 
 
 def load_script():
@@ -36,6 +36,25 @@ def test_the_claims_file_records_every_claim_and_a_failure_does_not_stop(monkeyp
     assert records == [
         dict(name="ratio", value=5.0, op=">", bound=2.0, margin=3.0, held=True),
         dict(name="gap", value=0.3, op="<", bound=0.1, margin=pytest.approx(-0.2), held=False)]
+
+
+def test_a_reported_value_is_recorded_and_never_checked(monkeypatch, tmp_path):
+    monkeypatch.delenv("TRANSFORMER_LIB_CLAIMS", raising=False)
+    assert report("race gap", -0.04) == -0.04                       # nothing raised in the book
+    path = tmp_path / "claims.jsonl"
+    monkeypatch.setenv("TRANSFORMER_LIB_CLAIMS", str(path))
+    report("race gap", -0.04)
+    assert json.loads(path.read_text()) == dict(name="race gap", value=-0.04, op="reported",
+                                                bound=None, margin=None, held=True)
+    claims = load_script()
+    runs = [dict(chapter="08_x", kind="native", seed=s, claims=[json.loads(path.read_text())])
+            for s in (0, 1)]
+    text, ok = claims.table(runs)
+    assert ok and "| 08 | race gap | reported | -0.04 | -0.04 |" in text
+    notebook = tmp_path / "97_reports.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        'report("x", 1)')]), notebook)
+    assert claims.CLAIM_CALL.search(nbformat.read(notebook, as_version=4).cells[0].source)
 
 
 def test_the_matrix_runs_each_seed_and_reports_failed_claims_and_errors(tmp_path):

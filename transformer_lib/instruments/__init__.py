@@ -19,7 +19,7 @@ from .architecture import architecture_svg
 from .checkup import doctor
 from .export import export_translator, rounded_to_float16
 from .heads import head_confidence
-from .notebook import LiveLossPlot, claim, glue, show_source
+from .notebook import LiveLossPlot, claim, glue, report, show_source
 from .plotting import (plot_loss_curves, plot_positional_encoding,
                        show_heatmaps)
 from .switches import head_switches
@@ -32,6 +32,6 @@ __all__ = [
     "attention_view", "claim", "doctor", "export_translator",
     "figure_explorer", "glue", "head_confidence", "head_switches",
     "page_files_dir", "plot_loss_curves", "plot_positional_encoding",
-    "rounded_to_float16", "saved_translator_path", "show_heatmaps",
-    "show_source", "translator_box",
+    "report", "rounded_to_float16", "saved_translator_path",
+    "show_heatmaps", "show_source", "translator_box",
 ]

@@ -102,6 +102,23 @@ def claim(name: str, value, op: str, bound) -> bool:
     return held
 
 
+def report(name: str, value) -> float:
+    """Record a measurement that a sentence of the book reports but does
+    not rely on (a comparison whose sign the claims matrix saw change):
+    nothing is checked; where ``$TRANSFORMER_LIB_CLAIMS`` names a file
+    (``make claims``) the value is appended to it, so that the matrix's
+    table shows its spread over machines and seeds beside the claims.
+    Returns the value, as a float."""
+    value = float(value)
+    path = os.environ.get(CLAIMS_VARIABLE)
+    if path:
+        record = dict(name=name, value=value, op="reported", bound=None,
+                      margin=None, held=True)
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(json.dumps(record) + "\n")
+    return value
+
+
 class LiveLossPlot:
     """A loss plot that redraws itself in place while
     :func:`~transformer_lib.translation.training.fit` trains: pass it as
