@@ -1,7 +1,8 @@
-// The attention viewer of transformer_lib.viz: a head view (query tokens
-// left, key tokens right, one line per head and pair, its opacity the
-// weight) and a matrix view of one head, kept in step.  No library, no
-// CDN, no kernel: called as tlAttentionView(root, data) by the output.
+// The attention viewer of transformer_lib.instruments.viz: a head view
+// (query tokens left, key tokens right, one line per head and pair, its
+// opacity the weight) and a matrix view of one head, kept in step.  No
+// library, no CDN, no kernel: called as tlAttentionView(root, data) by the
+// output.
 (function () {
   "use strict";
   if (window.tlAttentionView) return;

@@ -1,17 +1,17 @@
-// The in-browser translator of transformer_lib.web: the book's trained
-// model, exported to ONNX by transformer_lib.export, run by ONNX Runtime
-// Web (WebAssembly) on the reader's machine.  Nothing loads until the
-// first click; then ort.wasm.min.js, its .wasm and the two graphs come
-// from the book's own site: ort/ and translator/ at its root (copied there
-// from _extra/ by Sphinx's html_extra_path).  Greedy decoding, as the library's
-// greedy_decode: the decoder runs on <bos> + the tokens so far and the
-// most likely next token is appended, until <eos> or min(2 S + 5,
+// The in-browser translator of transformer_lib.instruments.web: the book's
+// trained model, exported to ONNX by transformer_lib.instruments.export, run
+// by ONNX Runtime Web (WebAssembly) on the reader's machine.  Nothing loads
+// until the first click; then ort.wasm.min.js, its .wasm and the two graphs
+// come from the book's own site: ort/ and translator/ at its root (copied
+// there from _extra/ by Sphinx's html_extra_path).  Greedy decoding, as the
+// library's greedy_decode: the decoder runs on <bos> + the tokens so far and
+// the most likely next token is appended, until <eos> or min(2 S + 5,
 // max_len - 1) steps (S: source tokens with <eos>).
 (function () {
   "use strict";
   if (window.tlTranslator) return;
 
-  // transformer_lib.data.preprocess, code point by code point.
+  // transformer_lib.translation.data.preprocess, code point by code point.
   function preprocess(text) {
     const chars = Array.from(
       text.replace(/\u202f/g, " ").replace(/\u00a0/g, " ").toLowerCase());
@@ -23,7 +23,8 @@
     return out.join("");
   }
 
-  // transformer_lib.data.tokenize: split on spaces, drop empty tokens.
+  // transformer_lib.translation.data.tokenize: split on spaces, drop empty
+  // tokens.
   function tokenize(text) {
     return text.split(" ").filter(t => t.length > 0);
   }
