@@ -1,7 +1,7 @@
 """The book's instruments: what lets a reader see and test the model.
 
 - :mod:`.notebook`    ``show_source`` (the library as the book's listing),
-                      ``glue``, ``claim``, a live loss plot
+                      ``glue``, ``claim``, ``report``, a live loss plot
 - :mod:`.plotting`    heatmaps and curves (matplotlib)
 - :mod:`.widgets`     ``figure_explorer``: sliders that stay live in the
                       static book

@@ -10,9 +10,7 @@ import os
 import textwrap
 import time
 
-from ..translation.training import pick_device
-
-__all__ = ["LiveLossPlot", "claim", "glue", "pick_device", "show_source"]
+__all__ = ["LiveLossPlot", "claim", "glue", "report", "show_source"]
 
 
 def source_lines(obj, *, docstrings: bool = True) -> list[str]:
@@ -73,6 +71,16 @@ COMPARISONS = {">": operator.gt, ">=": operator.ge, "<": operator.lt,
 CLAIMS_VARIABLE = "TRANSFORMER_LIB_CLAIMS"
 
 
+def _record_for_matrix(record: dict) -> bool:
+    """Append ``record`` as a JSON line to the file that
+    ``$TRANSFORMER_LIB_CLAIMS`` names, if it names one; whether it did."""
+    path = os.environ.get(CLAIMS_VARIABLE)
+    if path:
+        with open(path, "a", encoding="utf-8") as file:
+            file.write(json.dumps(record) + "\n")
+    return bool(path)
+
+
 def claim(name: str, value, op: str, bound) -> bool:
     """Check a comparison that a sentence of the book relies on:
     ``value op bound``, e.g. ``claim("warm-up helps post-norm: loss gap",
@@ -92,11 +100,7 @@ def claim(name: str, value, op: str, bound) -> bool:
     margin = value - bound if op[0] == ">" else bound - value
     record = dict(name=name, value=value, op=op, bound=bound,
                   margin=margin, held=held)
-    path = os.environ.get(CLAIMS_VARIABLE)
-    if path:
-        with open(path, "a", encoding="utf-8") as file:
-            file.write(json.dumps(record) + "\n")
-    elif not held:
+    if not _record_for_matrix(record) and not held:
         raise AssertionError(f"claim {name!r}: {value:.4g} is not "
                              f"{op} {bound:.4g} (margin {margin:.3g})")
     return held
@@ -110,12 +114,8 @@ def report(name: str, value) -> float:
     table shows its spread over machines and seeds beside the claims.
     Returns the value, as a float."""
     value = float(value)
-    path = os.environ.get(CLAIMS_VARIABLE)
-    if path:
-        record = dict(name=name, value=value, op="reported", bound=None,
-                      margin=None, held=True)
-        with open(path, "a", encoding="utf-8") as file:
-            file.write(json.dumps(record) + "\n")
+    _record_for_matrix(dict(name=name, value=value, op="reported",
+                            bound=None, margin=None, held=True))
     return value
 
 

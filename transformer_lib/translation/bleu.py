@@ -151,6 +151,13 @@ def corpus_bleu(hypotheses: list[str],
                                tokenize=tokenize).score
 
 
+def _geometric_mean(precisions) -> float:
+    """(p_1 ... p_N)^(1/N), or 0 if some p_n is 0."""
+    if not all(p > 0 for p in precisions):
+        return 0.0
+    return math.exp(sum(map(math.log, precisions)) / len(precisions))
+
+
 @dataclass(frozen=True)
 class BleuSteps:
     """The intermediate quantities of corpus BLEU (see :func:`bleu_steps`).
@@ -174,8 +181,7 @@ class BleuSteps:
             note = "   (no match: the stand-in)" if m == 0 and p > 0 else ""
             lines.append(f"p_{n} = {m:>2} / {t:>2} = {p:.4f}{note}")
         n_max = len(self.precisions)
-        mean = (math.exp(sum(map(math.log, self.precisions)) / n_max)
-                if all(self.precisions) else 0.0)   # geometric mean of p_n
+        mean = _geometric_mean(self.precisions)
         product = " ".join(f"p_{n}" for n in range(1, n_max + 1))
         bp = self.brevity_penalty
         return "\n".join(lines + [
@@ -267,9 +273,7 @@ def bleu_steps(hypotheses: list[str],
         bp = math.exp(1 - ref_len / hyp_len) if hyp_len > 0 else 0.0
     else:
         bp = 1.0
-    score = 0.0
-    if all(p > 0 for p in precisions):
-        score = 100 * bp * math.exp(sum(map(math.log, precisions)) / max_n)
+    score = 100 * bp * _geometric_mean(precisions)
     return BleuSteps(tuple(matches), tuple(totals), tuple(precisions),
                      hyp_len, ref_len, bp, score)
 
