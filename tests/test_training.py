@@ -52,6 +52,18 @@ def test_learning_rate_warms_up_then_decays():
     assert learning_rate(TrainConfig(lr=1e-3, warmup_steps=1, schedule="constant"), 50, 0.9) == 1e-3
 
 
+@pytest.mark.parametrize("d, warmup", [(512, 4000), (64, 50), (16, 1)])
+def test_the_inverse_sqrt_schedule_is_eq_3(d, warmup):
+    """Eq. (3) of Vaswani et al.: d^-1/2 min(s^-1/2, s warmup^-3/2), s from 1."""
+    config = TrainConfig(lr=(d * warmup) ** -0.5, warmup_steps=warmup, schedule="inverse_sqrt")
+    for s in [1, 2, warmup // 2 + 1, warmup, warmup + 1, 3 * warmup, 100_000]:
+        eq3 = d ** -0.5 * min(s ** -0.5, s * warmup ** -1.5)
+        for progress in (0.0, 0.7, 1.0):  # eq. (3) does not know the run's length
+            assert learning_rate(config, s - 1, progress) == pytest.approx(eq3, rel=1e-12)
+    peak = max(range(1, 3 * warmup + 2), key=lambda s: learning_rate(config, s - 1, 0.0))
+    assert peak == warmup and learning_rate(config, warmup - 1, 0.0) == pytest.approx(config.lr)
+
+
 def test_decay_steps_fix_the_schedule_whatever_stops_the_run():
     # the schedule of a run planned for 100 steps, whatever the progress says
     config = TrainConfig(lr=1e-3, warmup_steps=10, decay_steps=100)

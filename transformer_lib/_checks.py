@@ -157,3 +157,17 @@ def check_pre_norm(norm: str) -> None:
     if norm != "layer":
         raise ValueError(f"norm_first=True (pre-norm) uses LayerNorm: "
                          f"norm must be 'layer', got {norm!r}")
+
+
+def check_tie_embeddings(tie: bool, src_vocab_size: int,
+                         tgt_vocab_size: int) -> None:
+    """Tied embeddings share one (V, d) matrix: one vocabulary serves both
+    sides."""
+    if not isinstance(tie, bool):
+        raise TypeError(f"tie_embeddings must be True or False, "
+                        f"got {tie!r}")
+    if tie and src_vocab_size != tgt_vocab_size:
+        raise ValueError(f"tie_embeddings=True needs one vocabulary for "
+                         f"both sides, got src_vocab_size="
+                         f"{src_vocab_size} and tgt_vocab_size="
+                         f"{tgt_vocab_size}")

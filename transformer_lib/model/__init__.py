@@ -10,6 +10,8 @@
 - :mod:`.encoder`, :mod:`.decoder`: the blocks and their stacks,
                       post-norm (the paper) or pre-norm (``norm_first``)
 - :mod:`.transformer` the encoder-decoder and its configuration
+- :mod:`.decoder_only` the decoder-only layout (GPT's): causal blocks over
+                      one sequence, source and answer
 - :mod:`.layouts`     the same attention in other code bases' layouts:
                       d2l's, ViT's fused qkv, jadore801120's post-norm
 - :mod:`.record`      hooks that record its attention weights and its
@@ -23,6 +25,9 @@ from .addnorm import AddNorm
 from .attention import (AdditiveAttention, DotProductAttention,
                         attention_mask, masked_softmax,
                         scaled_dot_product_attention, softmax_with_mask)
+from .decoder_only import (CausalBlock, CausalStack, DecoderOnlyConfig,
+                           DecoderOnlyTransformer, PreNormCausalBlock,
+                           join_source_and_target)
 from .decoder import (BlockCache, DecoderCache, PreNormDecoderBlock,
                       TransformerDecoder, TransformerDecoderBlock)
 from .encoder import (PreNormEncoderBlock, TransformerEncoder,
@@ -42,14 +47,17 @@ from .transformer import (EncoderDecoder, Transformer, TransformerConfig,
 
 __all__ = [
     "AddNorm", "AdditiveAttention", "AttentionMaps", "BlockCache",
-    "DecoderCache", "DotProductAttention", "EmbeddedBlockStack",
+    "CausalBlock", "CausalStack", "DecoderCache", "DecoderOnlyConfig",
+    "DecoderOnlyTransformer", "DotProductAttention", "EmbeddedBlockStack",
     "EncoderDecoder", "FusedSelfAttention", "GradientNorms", "KVCache",
     "LayerIntervention", "MultiHeadAttention", "PositionWiseFFN",
     "PositionalEncoding", "PostNormMultiHeadAttention",
-    "PreNormDecoderBlock", "PreNormEncoderBlock", "Transformer",
+    "PreNormCausalBlock", "PreNormDecoderBlock", "PreNormEncoderBlock",
+    "Transformer",
     "TransformerConfig", "TransformerDecoder", "TransformerDecoderBlock",
     "TransformerEncoder", "TransformerEncoderBlock", "attention_mask",
     "count_parameters", "fused_from_separate", "intervene",
+    "join_source_and_target",
     "masked_softmax", "merge_heads", "post_norm_from_separate",
     "record_attention", "record_gradient_norms",
     "scaled_dot_product_attention", "separate_from_fused",

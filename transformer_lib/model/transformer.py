@@ -10,7 +10,8 @@ import torch
 from torch import nn
 
 from .._checks import (check_heads_divide, check_positive_int,
-                      check_pre_norm, check_probability, check_token_ids,
+                      check_pre_norm, check_probability,
+                      check_tie_embeddings, check_token_ids,
                       check_valid_lens)
 from .decoder import TransformerDecoder
 from .encoder import TransformerEncoder
@@ -46,6 +47,8 @@ class TransformerConfig:
     max_len: int = 1000
     norm: str = "layer"  # "batch": BatchNorm in every Add & Norm (chapter 4)
     norm_first: bool = False  # True: pre-norm blocks, a final LayerNorm
+    tie_embeddings: bool = False  # True: one matrix for both embeddings
+    #                 and the output layer (3.4; needs one vocabulary)
 
     def __post_init__(self):
         for name in ("src_vocab_size", "tgt_vocab_size", "ffn_num_hiddens",
@@ -64,6 +67,8 @@ class TransformerConfig:
                             f"got {self.norm_first!r}")
         if self.norm_first:
             check_pre_norm(self.norm)
+        check_tie_embeddings(self.tie_embeddings, self.src_vocab_size,
+                             self.tgt_vocab_size)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -151,6 +156,10 @@ class Transformer(EncoderDecoder):
                                c.max_len, c.norm, c.norm_first))
         self.config = config
         self.apply(self._init_weights)
+        if c.tie_embeddings:  # the paper's 3.4: one matrix, three uses
+            shared = self.decoder.embedding.weight             # (V, d)
+            self.encoder.embedding.weight = shared
+            self.decoder.dense.weight = shared  # logits: H shared^T + b
 
     def attention_layers(self) -> dict[str, list[nn.Module]]:
         encoder, decoder = self.encoder.blks, self.decoder.blks
@@ -161,15 +170,23 @@ class Transformer(EncoderDecoder):
     def parameter_counts(self) -> dict[str, int]:
         """The parameters by part, in the model's order: source embedding,
         encoder blocks, target embedding, decoder blocks, output layer,
-        and, for a pre-norm model, its two final LayerNorms.  They add up
-        to :meth:`num_parameters`."""
+        and, for a pre-norm model, its two final LayerNorms.  With tied
+        embeddings the one matrix counts once, as "shared embedding", and
+        the output layer is its bias.  They add up to
+        :meth:`num_parameters`."""
         count = count_parameters
         enc, dec = self.encoder, self.decoder
-        counts = {"source embedding": count(enc.embedding),
-                  "encoder blocks": count(enc.blks),
-                  "target embedding": count(dec.embedding),
-                  "decoder blocks": count(dec.blks),
-                  "output layer": count(dec.dense)}
+        if self.config.tie_embeddings:
+            counts = {"shared embedding": count(dec.embedding),
+                      "encoder blocks": count(enc.blks),
+                      "decoder blocks": count(dec.blks),
+                      "output layer": dec.dense.bias.numel()}
+        else:
+            counts = {"source embedding": count(enc.embedding),
+                      "encoder blocks": count(enc.blks),
+                      "target embedding": count(dec.embedding),
+                      "decoder blocks": count(dec.blks),
+                      "output layer": count(dec.dense)}
         final = count(enc.final_norm) + count(dec.final_norm)
         if final:
             counts["final norms"] = final

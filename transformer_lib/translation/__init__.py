@@ -13,6 +13,7 @@
                       baseline the Transformer races
 - :mod:`.recipes`     the named settings (data, model, training) the
                       chapters and the command line share
+- :mod:`.reversal`    chapters 7 and 10's toy task: reverse the digits
 
 It uses :mod:`transformer_lib.model`, and nothing of the book's
 instruments.
@@ -24,9 +25,12 @@ from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .data import (BASIC_MAX_TOKENS, BASIC_PREFIXES, SPECIAL_TOKENS, Batch,
                    BatchLoader, Split, TestGroup, Vocab, grouped_split,
                    load_pairs, preprocess, show_batch, tokenize)
-from .decoding import beam_search, greedy_decode, length_penalty
+from .decoding import (beam_search, greedy_decode, greedy_decode_uncached,
+                       length_penalty)
 from .download import DataError, fra_eng_path, read_fra_eng
 from .recipes import RECIPES, Recipe, trained_transformer
+from .reversal import (DIGITS, ReversalResult, ReversalTask, exact_matches,
+                       reversal_pairs, reversal_run)
 from .rnn import GRUConfig, GRUSeq2Seq
 from .training import (EpochSnapshots, History, SmoothedCrossEntropy,
                        TrainConfig, autocast_dtype, evaluate_loss, fit,
@@ -40,16 +44,18 @@ from .translate import (D2L_EXAMPLES, BleuScore, decode_ids, detokenize,
 
 __all__ = [
     "BASIC_MAX_TOKENS", "BASIC_PREFIXES", "Batch", "BatchLoader",
-    "BleuScore", "BleuSteps", "CheckpointError", "D2L_EXAMPLES", "DataError",
-    "EpochSnapshots", "GRUConfig", "GRUSeq2Seq", "History", "RECIPES",
-    "Recipe", "SPECIAL_TOKENS", "SmoothedCrossEntropy", "Split", "TestGroup",
-    "TrainConfig", "Vocab", "autocast_dtype", "beam_search", "bleu",
-    "bleu_from_counts", "bleu_steps", "bootstrap_bleu", "corpus_bleu",
-    "decode_ids", "detokenize", "evaluate_bleu", "evaluate_loss", "fit",
-    "fra_eng_path", "greedy_decode", "grouped_split", "held_out_bleu",
-    "learning_rate", "length_penalty", "load_checkpoint", "load_pairs",
-    "make_optimizer", "mean_cross_attention", "pick_device",
-    "precision_name", "preprocess", "read_fra_eng", "save_checkpoint",
+    "BleuScore", "BleuSteps", "CheckpointError", "D2L_EXAMPLES", "DIGITS",
+    "DataError", "EpochSnapshots", "GRUConfig", "GRUSeq2Seq", "History",
+    "RECIPES", "Recipe", "ReversalResult", "ReversalTask", "SPECIAL_TOKENS",
+    "SmoothedCrossEntropy", "Split", "TestGroup", "TrainConfig", "Vocab",
+    "autocast_dtype", "beam_search", "bleu", "bleu_from_counts",
+    "bleu_steps", "bootstrap_bleu", "corpus_bleu", "decode_ids",
+    "detokenize", "evaluate_bleu", "evaluate_loss", "exact_matches", "fit",
+    "fra_eng_path", "greedy_decode", "greedy_decode_uncached",
+    "grouped_split", "held_out_bleu", "learning_rate", "length_penalty",
+    "load_checkpoint", "load_pairs", "make_optimizer",
+    "mean_cross_attention", "pick_device", "precision_name", "preprocess",
+    "read_fra_eng", "reversal_pairs", "reversal_run", "save_checkpoint",
     "score_d2l_examples", "seed_everything", "sentence_counts",
     "sequence_loss", "show_batch", "tokenize", "train_step",
     "trained_transformer", "translate", "translate_with_attention",

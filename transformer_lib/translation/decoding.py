@@ -21,7 +21,8 @@ from ..model import training_mode
 def _check_decoding(model, src, src_valid_lens, max_len, token_ids):
     check_positive_int("max_len", max_len)
     model.check_inputs(src, None, src_valid_lens)
-    vocab_size = model.decoder.vocab_size
+    vocab_size = (model.decoder if hasattr(model, "decoder")
+                  else model).vocab_size
     for name, token_id in token_ids.items():
         if token_id is not None and not 0 <= token_id < vocab_size:
             raise ValueError(f"{name} must be a target token id in "
@@ -62,6 +63,35 @@ def greedy_decode(model, src, src_valid_lens=None, *, bos_id: int,
                 finished |= next_token == eos_id
             tokens = torch.cat([tokens, next_token[:, None]], dim=1)
             # Stopping early costs one host read per step.
+            if eos_id is not None and bool(finished.all()):
+                break
+    return tokens[:, 1:]
+
+
+@torch.no_grad()
+def greedy_decode_uncached(model, src, src_valid_lens=None, *, bos_id: int,
+                           max_len: int, eos_id: int | None = None):
+    """:func:`greedy_decode` through ``model.logits(src, tgt,
+    src_valid_lens)`` alone, run on the whole answer so far at every
+    step: no cache, so any model with that method decodes, an
+    encoder-decoder (the same tokens as :func:`greedy_decode`, tested) or
+    a :class:`~transformer_lib.model.DecoderOnlyTransformer`, whose rows
+    put their answers at different positions.  Arguments and result as
+    for :func:`greedy_decode`.
+    """
+    _check_decoding(model, src, src_valid_lens, max_len,
+                    dict(bos_id=bos_id, eos_id=eos_id))
+    B = src.shape[0]
+    tokens = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)
+    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
+    with training_mode(model, False):
+        for _ in range(max_len):
+            logits = model.logits(src, tokens, src_valid_lens)  # (B, t, V)
+            next_token = logits[:, -1].argmax(dim=-1)           # (B,)
+            if eos_id is not None:
+                next_token = next_token.masked_fill(finished, eos_id)
+                finished |= next_token == eos_id
+            tokens = torch.cat([tokens, next_token[:, None]], dim=1)
             if eos_id is not None and bool(finished.all()):
                 break
     return tokens[:, 1:]

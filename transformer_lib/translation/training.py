@@ -150,6 +150,9 @@ def sequence_loss(logits, labels, pad_id: int = Vocab.pad,
                                       label_smoothing)
 
 
+SCHEDULES = ("linear", "constant", "inverse_sqrt")
+
+
 @dataclass
 class TrainConfig:
     """How to train.  Training stops after ``epochs`` or ``max_seconds``,
@@ -159,8 +162,8 @@ class TrainConfig:
     max_seconds: float | None = None
     lr: float = 5e-4
     warmup_steps: int = 400
-    schedule: str = "linear"  # after warm-up: "linear" decay to 0, or
-    #                           "constant"
+    schedule: str = "linear"  # after warm-up: "linear" decay to 0,
+    #                   "constant", or "inverse_sqrt" (eq. (3): see below)
     decay_steps: int | None = None  # the linear decay reaches 0 after this
     #                         many steps (None: at the end of the run)
     weight_decay: float = 0.01
@@ -172,8 +175,8 @@ class TrainConfig:
     log_every: int = 10        # steps between log points (and callbacks)
 
     def __post_init__(self):
-        if self.schedule not in ("linear", "constant"):
-            raise ValueError(f"schedule must be 'linear' or 'constant', "
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, "
                              f"got {self.schedule!r}")
         if self.decay_steps is not None:
             check_positive_int("decay_steps", self.decay_steps)
@@ -234,15 +237,26 @@ class EpochSnapshots:
 
 
 def learning_rate(config: TrainConfig, step: int, progress: float) -> float:
-    """``lr`` times a linear warm-up over ``warmup_steps`` and, for the
-    ``"linear"`` schedule, times ``1 - progress`` from the first step on
-    (so the decay already acts during the warm-up; 0 at progress 1).
-    ``progress`` is the share of the run done; with ``decay_steps`` set it
-    is ``step / decay_steps`` instead, the same schedule whatever stops
-    the run."""
-    warm = min(1.0, (step + 1) / max(1, config.warmup_steps))
+    """The rate of 0-based ``step`` (s = step + 1 counts from 1): ``lr``
+    times a linear warm-up, s / s_warm up to ``warmup_steps``, then
+
+    - ``"linear"``: times ``1 - progress`` from the first step on (so the
+      decay already acts during the warm-up; 0 at progress 1).
+      ``progress`` is the share of the run done; with ``decay_steps`` set
+      it is ``step / decay_steps`` instead, the same schedule whatever
+      stops the run;
+    - ``"constant"``: nothing more;
+    - ``"inverse_sqrt"``: after the warm-up, sqrt(s_warm / s) instead of
+      the warm-up factor; the peak, at s = s_warm, is ``lr``.  With ``lr``
+      = (d s_warm)^-1/2 this is eq. (3) of Vaswani et al. (2017),
+      d^-1/2 min(s^-1/2, s s_warm^-3/2) (tested).
+    """
+    s, s_warm = step + 1, max(1, config.warmup_steps)
+    warm = min(1.0, s / s_warm)
     if config.schedule == "constant":
         return config.lr * warm
+    if config.schedule == "inverse_sqrt":
+        return config.lr * min(s / s_warm, (s_warm / s) ** 0.5)
     if config.decay_steps is not None:
         progress = step / config.decay_steps
     return config.lr * warm * max(0.0, 1.0 - progress)
