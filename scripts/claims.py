@@ -129,10 +129,13 @@ def cell_seconds(notebook) -> list:
 def table(runs: list) -> tuple[str, bool]:
     """A Markdown table: one row per claim, one column per run, each cell
     the value and (the margin); and whether every claim held."""
-    columns = [f"{r['kind']} s{r['seed']}" if r["seed"] is not None
-               else r["kind"] for r in runs]
+    # one column per kind and seed: the chapters' runs of it share it
+    labels = [f"{r['kind']} s{r['seed']}" if r["seed"] is not None
+              else r["kind"] for r in runs]
+    columns = list(dict.fromkeys(labels))
     rows, ok = {}, True
-    for i, run in enumerate(runs):
+    for run, label in zip(runs, labels):
+        i = columns.index(label)
         seen = {}
         for c in run["claims"]:
             # a claim checked twice in a chapter (e.g. in a loop) gets #2
@@ -145,9 +148,9 @@ def table(runs: list) -> tuple[str, bool]:
                 f"{c['value']:.4g}" if c["op"] == "reported" else
                 f"{c['value']:.4g} ({c['margin']:+.3g}){mark}")
     lines = ["| ch. | claim | bound | " + " | ".join(columns) + " |",
-             "|---|---|---|" + "---|" * len(runs)]
+             "|---|---|---|" + "---|" * len(columns)]
     for (chapter, name, op, bound, _), cells in rows.items():
-        values = [cells.get(i, "") for i in range(len(runs))]
+        values = [cells.get(i, "") for i in range(len(columns))]
         condition = "reported" if op == "reported" else f"{op} {bound:.4g}"
         lines.append(f"| {chapter} | {name} | {condition} | "
                      + " | ".join(values) + " |")

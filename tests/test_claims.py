@@ -51,6 +51,13 @@ def test_a_reported_value_is_recorded_and_never_checked(monkeypatch, tmp_path):
             for s in (0, 1)]
     text, ok = claims.table(runs)
     assert ok and "| 08 | race gap | reported | -0.04 | -0.04 |" in text
+    # two chapters' runs of one kind and seed share its column
+    other = [dict(chapter="09_y", kind="native", seed=s,
+                  claims=[dict(name="y", value=s, op="reported", bound=None, margin=None,
+                               held=True)]) for s in (0, 1)]
+    text, ok = claims.table(runs + other)
+    assert text.splitlines()[0] == "| ch. | claim | bound | native s0 | native s1 |"
+    assert "| 09 | y | reported | 0 | 1 |" in text
     notebook = tmp_path / "97_reports.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         'report("x", 1)')]), notebook)
