@@ -104,6 +104,7 @@ def test_decoder_only_logits_read_the_joined_sequence_and_ignore_the_batch():
 def test_decoder_only_arguments_are_checked_by_name():
     for bad, name in [(dict(num_blks=0), "num_blks"), (dict(num_heads=3), "num_heads"),
                       (dict(dropout=1.5), "dropout"), (dict(tie_embeddings=1), "tie_embeddings"),
+                      (dict(use_bias=0), "use_bias"),
                       (dict(norm_first="yes"), "norm_first"), (dict(num_hiddens=15, num_heads=3),
                                                                "even")]:
         with pytest.raises((TypeError, ValueError), match=name):
@@ -118,6 +119,11 @@ def test_decoder_only_arguments_are_checked_by_name():
         model.check_inputs(src[:, :3], torch.full((2, 3), V))
     with pytest.raises(ValueError, match="max_len"):
         model(torch.randint(4, V, (1, 11)))
+    with pytest.raises(ValueError, match="tgt need at least one position"):
+        join_source_and_target(src, None, tgt[:, :0])
+    greedy_decode_uncached(model, src, None, bos_id=1, max_len=5)  # 6 + 5 - 1 = 10 positions
+    with pytest.raises(ValueError, match="max_len=6 steps after a source of 6 positions need 11"):
+        greedy_decode_uncached(model, src, None, bos_id=1, max_len=6)
 
 
 def test_fit_trains_the_decoder_only_model():

@@ -82,7 +82,7 @@ class DecoderOnlyConfig:
             raise ValueError(f"num_hiddens must be even for the positional "
                              f"encoding, got {self.num_hiddens}")
         check_probability("dropout", self.dropout)
-        for name in ("norm_first", "tie_embeddings"):
+        for name in ("use_bias", "norm_first", "tie_embeddings"):
             if not isinstance(getattr(self, name), bool):
                 raise TypeError(f"{name} must be True or False, "
                                 f"got {getattr(self, name)!r}")
@@ -98,15 +98,24 @@ def join_source_and_target(src, src_valid_lens, tgt):
     ``<eos>``, is the separator), then ``tgt`` without its first token
     (``<bos>``: the separator stands in for it); filler after it.
 
-    src ``(B, S)``, src_valid_lens ``(B,)`` (each >= 1), tgt ``(B, T)``.
-    Returns the sequences ``(B, S + T - 1)`` and ``(B, T)`` the positions
-    whose next-token logits stand for the decoder's at ``tgt``'s positions
-    (position t of tgt sits at src_valid_lens - 1 + t).
+    src ``(B, S)``; src_valid_lens ``(B,)``, each in ``[1, S]`` (``None``:
+    every column of src is real, its last one the separator); tgt
+    ``(B, T)``, ``T >= 1``.  (No value checks here, which would make a
+    GPU wait at every step: :meth:`DecoderOnlyTransformer.check_inputs`
+    checks the lengths once per batch.)  Returns the sequences
+    ``(B, S + T - 1)`` and ``(B, T)`` the positions whose next-token
+    logits stand for the decoder's at ``tgt``'s positions (position t of
+    tgt sits at src_valid_lens - 1 + t).
     """
     B, S = src.shape
     T = tgt.shape[1]
+    if S < 1 or T < 1:
+        raise ValueError(f"src and tgt need at least one position each, "
+                         f"got shapes {tuple(src.shape)} and "
+                         f"{tuple(tgt.shape)}")
     lens = (torch.full((B,), S, device=src.device) if src_valid_lens is None
             else src_valid_lens.to(src.device))
+    tgt = tgt.to(src.device)
     # filler 0 after the answer: causal attention never lets a real
     # position read it, and its logits are never gathered
     seq = src.new_zeros(B, S + T - 1)
@@ -156,7 +165,8 @@ class DecoderOnlyTransformer(nn.Module):
         """The encoder-decoder's :meth:`~EncoderDecoder.logits`: src
         ``(B, S)``, tgt ``(B, T)`` (``<bos>`` then the answer so far) ->
         ``(B, T, V)``, read from one causal pass over
-        :func:`join_source_and_target`'s sequences, without checks."""
+        :func:`join_source_and_target`'s sequences.  The value checks are
+        :meth:`check_inputs`, which ``fit`` runs once per batch."""
         seq, where = join_source_and_target(src, src_valid_lens, tgt)
         logits = self.dense(self.stack(seq))              # (B, S+T-1, V)
         index = where[..., None].expand(-1, -1, logits.shape[-1])

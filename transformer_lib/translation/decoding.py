@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from .._checks import check_positive_int, check_tensor
-from ..model import training_mode
+from ..model import DecoderOnlyTransformer, training_mode
 
 
 def _check_decoding(model, src, src_valid_lens, max_len, token_ids):
@@ -81,6 +81,13 @@ def greedy_decode_uncached(model, src, src_valid_lens=None, *, bos_id: int,
     """
     _check_decoding(model, src, src_valid_lens, max_len,
                     dict(bos_id=bos_id, eos_id=eos_id))
+    if isinstance(model, DecoderOnlyTransformer):
+        positions = src.shape[1] + max_len - 1   # at the last step
+        if positions > model.config.max_len:
+            raise ValueError(f"max_len={max_len} steps after a source of "
+                             f"{src.shape[1]} positions need {positions} "
+                             f"positions, more than the model's "
+                             f"max_len={model.config.max_len}")
     B = src.shape[0]
     tokens = torch.full((B, 1), bos_id, dtype=torch.long, device=src.device)
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch.nn.functional as F
 
 from .._checks import check_positive_int
+from ..model import EncoderDecoder
 from .data import BatchLoader, Vocab
 from .decoding import greedy_decode, greedy_decode_uncached
 from .training import History, TrainConfig, fit
@@ -100,7 +101,7 @@ def reversal_run(model, task: ReversalTask, config: TrainConfig,
     device = next(model.parameters()).device
     test = next(iter(BatchLoader(task.test, vocab, vocab, len(task.test),
                                  shuffle=False))).to(device)
-    decode = (greedy_decode if hasattr(model, "encoder")
+    decode = (greedy_decode if isinstance(model, EncoderDecoder)
               else greedy_decode_uncached)
     answers = decode(model, test.src, test.src_valid_lens, bos_id=vocab.bos,
                      eos_id=vocab.eos, max_len=task.max_digits + 1)
