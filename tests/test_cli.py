@@ -69,6 +69,29 @@ def test_train_translate_evaluate(tmp_path, data_dir, capsys, monkeypatch):
     assert "cannot be read" in capsys.readouterr().err
 
 
+def test_train_under_torchrun_with_two_processes(tmp_path, data_dir):
+    import subprocess
+
+    ckpt = tmp_path / "d2l.pt"
+    result = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         "-m", "transformer_lib", "train", "--recipe", "d2l", "--epochs", "1", "--out", str(ckpt),
+         "--data-dir", str(data_dir), "--quiet", "--device", "cpu"],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    # rank 0 alone prints and saves
+    assert out.count("512 training pairs") == 1 and out.count("saved") == 1 and ckpt.is_file()
+    assert "processes: 2, each with 1/2 of every batch" in out
+    assert main(["translate", "--checkpoint", str(ckpt), "go ."]) == 0
+    failed = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+         "-m", "transformer_lib", "train", "--recipe", "d2l", "--max-seconds", "5", "--out",
+         str(tmp_path / "x.pt"), "--data-dir", str(data_dir), "--quiet", "--device", "cpu"],
+        capture_output=True, text=True, timeout=600)
+    assert failed.returncode != 0 and "max_seconds needs one process" in failed.stderr
+
+
 def test_an_interrupted_training_resumes_to_the_same_weights(tmp_path, data_dir, capsys, monkeypatch):
     import torch
 

@@ -32,7 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a model and save a checkpoint",
                        description="Train on a named recipe (data subset + "
-                                   "model + schedule).")
+                                   "model + schedule).  Started with "
+                                   "`torchrun --nproc_per_node=N -m "
+                                   "transformer_lib train ...`, N processes "
+                                   "share every batch (DDP: gloo on a CPU, "
+                                   "nccl on GPUs); rank 0 prints and saves.")
     t.add_argument("--recipe", choices=sorted(RECIPES), default="basic",
                    help="d2l: d2l's demo; basic: the CPU recipe; full: all "
                         "pairs, for a GPU")
@@ -88,8 +92,9 @@ def cmd_train(args) -> int:
     from .translation.data import BatchLoader
     from .model import Transformer, TransformerConfig
     from .translation.recipes import RECIPES
+    from .translation.distributed import finish_distributed, init_distributed
     from .translation.rnn import GRUConfig, GRUSeq2Seq
-    from .translation.training import fit, seed_everything
+    from .translation.training import fit, pick_device, seed_everything
     from .translation.translate import evaluate_bleu
 
     recipe = RECIPES[args.recipe]
@@ -102,8 +107,12 @@ def cmd_train(args) -> int:
         recipe = recipe.for_precision()
     if args.batch_size:
         recipe = replace(recipe, batch_size=args.batch_size)
+    # under torchrun: one of several processes, each with its share of
+    # every batch; rank 0 alone prints, saves and evaluates
+    ranks = init_distributed(pick_device(recipe.train.device))
+    say = print if ranks.is_main else (lambda *args, **kwargs: None)
     split, src_vocab, tgt_vocab = recipe.load_data(args.data_dir)
-    print(f"data: {recipe.subset}, {len(split.train)} training pairs, "
+    say(f"data: {recipe.subset}, {len(split.train)} training pairs, "
           f"{len(split.val)} validation pairs, {len(split.test)} test "
           f"sources; vocabularies {len(src_vocab)} / {len(tgt_vocab)}")
     seed_everything(recipe.train.seed)
@@ -112,7 +121,10 @@ def cmd_train(args) -> int:
         model = GRUSeq2Seq(GRUConfig(*sizes, **recipe.gru))
     else:
         model = Transformer(TransformerConfig(*sizes, **recipe.model))
-    print(f"model: {type(model).__name__}, {model.num_parameters():,} "
+    if ranks.several:
+        say(f"processes: {ranks.world_size}, each with 1/{ranks.world_size} "
+            f"of every batch of {recipe.batch_size} pairs")
+    say(f"model: {type(model).__name__}, {model.num_parameters():,} "
           f"parameters")
     train = BatchLoader(split.train, src_vocab, tgt_vocab, recipe.batch_size,
                         seed=recipe.train.seed)
@@ -124,12 +136,16 @@ def cmd_train(args) -> int:
                          f"epoch)")
     try:
         history = fit(model, train, val, recipe.train, checkpoint=state,
-                      resume=args.resume, progress=not args.quiet)
+                      resume=args.resume, progress=not args.quiet,
+                      ranks=ranks)
     except KeyboardInterrupt:
         print(f"\ninterrupted: {state} holds the state after the last "
               f"complete epoch; to go on, run the same command with "
               f"--resume", file=sys.stderr)
         return 130
+    finish_distributed(ranks)
+    if not ranks.is_main:
+        return 0
     print(f"trained {history.epochs_done:.2f} epochs in "
           f"{history.train_seconds:.0f} s ({history.tokens_per_second:.0f} "
           f"target tokens/s, {history.precision}); validation loss "

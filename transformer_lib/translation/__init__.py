@@ -5,6 +5,8 @@
                       split, batches
 - :mod:`.training`    the loss, the learning-rate schedule, ``fit``,
                       precision
+- :mod:`.distributed` several processes sharing every batch (torchrun,
+                      DDP)
 - :mod:`.checkpoint`  saving and loading trained models
 - :mod:`.decoding`    greedy decoding and beam search
 - :mod:`.bleu`        corpus BLEU, step by step and bootstrapped
@@ -27,6 +29,7 @@ from .data import (BASIC_MAX_TOKENS, BASIC_PREFIXES, SPECIAL_TOKENS, Batch,
                    load_pairs, preprocess, show_batch, tokenize)
 from .decoding import (beam_search, greedy_decode, greedy_decode_uncached,
                        length_penalty)
+from .distributed import Ranks, finish_distributed, init_distributed
 from .download import DataError, fra_eng_path, read_fra_eng
 from .recipes import RECIPES, Recipe, trained_transformer
 from .reversal import (DIGITS, ReversalResult, ReversalTask, exact_matches,
@@ -46,13 +49,14 @@ __all__ = [
     "BASIC_MAX_TOKENS", "BASIC_PREFIXES", "Batch", "BatchLoader",
     "BleuScore", "BleuSteps", "CheckpointError", "D2L_EXAMPLES", "DIGITS",
     "DataError", "EpochSnapshots", "GRUConfig", "GRUSeq2Seq", "History",
-    "RECIPES", "Recipe", "ReversalResult", "ReversalTask", "SPECIAL_TOKENS",
-    "SmoothedCrossEntropy", "Split", "TestGroup", "TrainConfig", "Vocab",
-    "autocast_dtype", "beam_search", "bleu", "bleu_from_counts",
-    "bleu_steps", "bootstrap_bleu", "corpus_bleu", "decode_ids",
-    "detokenize", "evaluate_bleu", "evaluate_loss", "exact_matches", "fit",
-    "fra_eng_path", "greedy_decode", "greedy_decode_uncached",
-    "grouped_split", "held_out_bleu", "learning_rate", "length_penalty",
+    "RECIPES", "Ranks", "Recipe", "ReversalResult", "ReversalTask",
+    "SPECIAL_TOKENS", "SmoothedCrossEntropy", "Split", "TestGroup",
+    "TrainConfig", "Vocab", "autocast_dtype", "beam_search", "bleu",
+    "bleu_from_counts", "bleu_steps", "bootstrap_bleu", "corpus_bleu",
+    "decode_ids", "detokenize", "evaluate_bleu", "evaluate_loss",
+    "exact_matches", "finish_distributed", "fit", "fra_eng_path",
+    "greedy_decode", "greedy_decode_uncached", "grouped_split",
+    "held_out_bleu", "init_distributed", "learning_rate", "length_penalty",
     "load_checkpoint", "load_pairs", "make_optimizer",
     "mean_cross_attention", "pick_device", "precision_name", "preprocess",
     "read_fra_eng", "reversal_pairs", "reversal_run", "save_checkpoint",

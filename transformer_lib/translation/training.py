@@ -290,14 +290,16 @@ def check_batch(model, batch) -> None:
 
 
 def train_step(model, batch, optimizer, lr, config, *, scaler=None,
-               dtype=None):
+               dtype=None, loss_weight: float = 1.0):
     """One optimiser step on one batch, with teacher forcing: the decoder
     reads the target shifted right by one (``tgt_in``: <bos> y1 .. yn)
     and learns to predict every next token (``tgt_out``: y1 .. yn <eos>)
     in one parallel pass.  Returns the batch's (label-smoothed) loss.
 
     dtype: autocast's dtype for the matrix products (``None``: float32);
-    scaler: float16's loss scaler (``None``: no scaling, a no-op).
+    scaler: float16's loss scaler (``None``: no scaling, a no-op);
+    loss_weight: multiplies the loss before ``backward``: 1, except where
+    several processes share a batch (``fit`` with ``ranks``).
     """
     for group in optimizer.param_groups:  # the schedule's rate now
         group["lr"] = lr
@@ -308,7 +310,7 @@ def train_step(model, batch, optimizer, lr, config, *, scaler=None,
                          label_smoothing=config.label_smoothing)
     scaler = scaler or torch.amp.GradScaler(enabled=False)
     optimizer.zero_grad(set_to_none=True)
-    scaler.scale(loss).backward()           # the gradients
+    scaler.scale(loss * loss_weight).backward()       # the gradients
     scaler.unscale_(optimizer)              # clip the true gradient
     torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
     scaler.step(optimizer)                  # AdamW, at rate lr
@@ -351,7 +353,7 @@ def evaluate_loss(model, loader, label_smoothing: float = 0.0, *,
 def fit(model, train_loader, val_loader=None,
         config: TrainConfig | None = None, *, callback=None,
         progress: bool = True, checkpoint=None,
-        resume: bool = False) -> History:
+        resume: bool = False, ranks=None) -> History:
     """Train ``model`` in place and return its :class:`History`.
 
     ``config.seed`` fixes dropout: fit draws from its own copy of torch's
@@ -374,15 +376,29 @@ def fit(model, train_loader, val_loader=None,
     file when it exists -- after Colab disconnected, a laptop slept or
     Ctrl-C -- and the run ends with exactly the weights of an
     uninterrupted one (on a CPU; tested).
+
+    ``ranks``: this process's :class:`~.distributed.Ranks` when several
+    processes train together (``torchrun``; see :mod:`.distributed`):
+    each takes its share of every batch, DDP averages the gradients, rank
+    0 alone saves the checkpoint and shows progress, and the history
+    (losses, tokens) is the whole batches'.  Dropout draws from seed
+    ``config.seed + rank``.  A time budget needs one process.
     """
+    from .distributed import Ranks
+
     config = config or TrainConfig()
+    ranks = ranks or Ranks()
+    if ranks.several and config.max_seconds:
+        raise ValueError("max_seconds needs one process: the ranks would "
+                         "stop at different steps; give epochs instead")
     device = pick_device(config.device)
     dtype = autocast_dtype(config.precision, device)
     forked = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=forked), training_mode(model, True):
-        torch.manual_seed(config.seed)
+        torch.manual_seed(config.seed + ranks.rank)
         return _train(model.to(device), train_loader, val_loader, config,
-                      device, dtype, callback, progress, checkpoint, resume)
+                      device, dtype, callback, progress, checkpoint, resume,
+                      ranks)
 
 
 TRAINING_STATE_FORMAT = 1
@@ -428,9 +444,13 @@ def load_training_state(path, config: TrainConfig, device) -> dict:
 
 
 def _train(model, train_loader, val_loader, config, device, dtype,
-           callback, progress, checkpoint, resume) -> History:
+           callback, progress, checkpoint, resume, ranks) -> History:
     from tqdm.auto import tqdm
 
+    from .distributed import DistributedModel, all_reduce_sum, barrier, shard
+
+    # what train_step runs: the model, or the model behind DDP
+    net = DistributedModel(model, device) if ranks.several else model
     optimizer = make_optimizer(model, config)
     scaler = torch.amp.GradScaler(device.type,
                                   enabled=dtype is torch.float16)
@@ -454,13 +474,13 @@ def _train(model, train_loader, val_loader, config, device, dtype,
         scaler.load_state_dict(saved["scaler"])
         step, epoch = saved["step"], saved["epoch"]
         history = saved["history"]
-        running.fill_(saved["running"])
+        running.fill_(saved["running"] if ranks.is_main else 0.0)
         running_steps = saved["running_steps"]
         torch.set_rng_state(saved["rng"])
         if "cuda_rng" in saved:
             torch.cuda.set_rng_state(saved["cuda_rng"], device)
-    bar = tqdm(total=total_steps, initial=step, disable=not progress,
-               unit="step")
+    bar = tqdm(total=total_steps, initial=step,
+               disable=not (progress and ranks.is_main), unit="step")
     before = history.train_seconds  # of a run this one resumes
     # validation and callbacks are not training
     start, paused = time.perf_counter(), 0.0
@@ -491,18 +511,25 @@ def _train(model, train_loader, val_loader, config, device, dtype,
             if progress_fraction() >= 1.0:
                 break
             check_batch(model, batch)
-            history.target_tokens += batch.num_target_tokens
+            tokens = batch.num_target_tokens   # of the whole batch
+            history.target_tokens += tokens
+            share = 1.0  # of the batch's target tokens, on this rank
+            if ranks.several:
+                batch = shard(batch, ranks)
+                share = batch.num_target_tokens / tokens
             lr = learning_rate(config, step, progress_fraction())
-            loss = train_step(model, batch.to(device), optimizer, lr,
-                              config, scaler=scaler, dtype=dtype)
+            loss = train_step(net, batch.to(device), optimizer, lr, config,
+                              scaler=scaler, dtype=dtype,
+                              loss_weight=share * ranks.world_size)
             step += 1
-            running += loss
+            running += loss * share   # summed over the ranks: the batch's
             running_steps += 1
             bar.update(1)
             if step % config.log_every == 0:
                 history.steps.append(step)
                 history.seconds.append(elapsed())
-                history.train_loss.append(running.item() / running_steps)
+                summed = all_reduce_sum(running, ranks)
+                history.train_loss.append(summed.item() / running_steps)
                 running.zero_()
                 running_steps = 0
                 bar.set_postfix(loss=f"{history.train_loss[-1]:.3f}",
@@ -522,10 +549,14 @@ def _train(model, train_loader, val_loader, config, device, dtype,
             history.validation.append(
                 Validation(history.train_seconds, history.epochs_done, loss))
         if checkpoint is not None:
-            save_training_state(checkpoint, model, optimizer, scaler, config,
-                                step=step, epoch=epoch, running=running,
-                                running_steps=running_steps, history=history,
-                                device=device)
+            summed = all_reduce_sum(running, ranks)   # every rank's part
+            if ranks.is_main:
+                save_training_state(checkpoint, model, optimizer, scaler,
+                                    config, step=step, epoch=epoch,
+                                    running=summed,
+                                    running_steps=running_steps,
+                                    history=history, device=device)
+            barrier(ranks)  # the others wait until it is written
         if val_loader is not None:
             call_back()
     bar.close()
