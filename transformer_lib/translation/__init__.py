@@ -3,6 +3,7 @@
 - :mod:`.download`    finding and verifying the fra-eng pairs
 - :mod:`.data`        preprocessing, vocabularies, subsets, the grouped
                       split, batches
+- :mod:`.subwords`    one byte-pair-encoding vocabulary for both languages
 - :mod:`.training`    the loss, the learning-rate schedule, ``fit``,
                       precision
 - :mod:`.distributed` several processes sharing every batch (torchrun,
@@ -35,6 +36,7 @@ from .recipes import RECIPES, Recipe, trained_transformer
 from .reversal import (DIGITS, ReversalResult, ReversalTask, exact_matches,
                        reversal_pairs, reversal_run)
 from .rnn import GRUConfig, GRUSeq2Seq
+from .subwords import SubwordVocab
 from .training import (EpochSnapshots, History, SmoothedCrossEntropy,
                        TrainConfig, autocast_dtype, evaluate_loss, fit,
                        learning_rate, make_optimizer, pick_device,
@@ -50,14 +52,14 @@ __all__ = [
     "BleuScore", "BleuSteps", "CheckpointError", "D2L_EXAMPLES", "DIGITS",
     "DataError", "EpochSnapshots", "GRUConfig", "GRUSeq2Seq", "History",
     "RECIPES", "Ranks", "Recipe", "ReversalResult", "ReversalTask",
-    "SPECIAL_TOKENS", "SmoothedCrossEntropy", "Split", "TestGroup",
-    "TrainConfig", "Vocab", "autocast_dtype", "beam_search", "bleu",
-    "bleu_from_counts", "bleu_steps", "bootstrap_bleu", "corpus_bleu",
-    "decode_ids", "detokenize", "evaluate_bleu", "evaluate_loss",
-    "exact_matches", "finish_distributed", "fit", "fra_eng_path",
-    "greedy_decode", "greedy_decode_uncached", "grouped_split",
-    "held_out_bleu", "init_distributed", "learning_rate", "length_penalty",
-    "load_checkpoint", "load_pairs", "make_optimizer",
+    "SPECIAL_TOKENS", "SmoothedCrossEntropy", "Split", "SubwordVocab",
+    "TestGroup", "TrainConfig", "Vocab", "autocast_dtype", "beam_search",
+    "bleu", "bleu_from_counts", "bleu_steps", "bootstrap_bleu",
+    "corpus_bleu", "decode_ids", "detokenize", "evaluate_bleu",
+    "evaluate_loss", "exact_matches", "finish_distributed", "fit",
+    "fra_eng_path", "greedy_decode", "greedy_decode_uncached",
+    "grouped_split", "held_out_bleu", "init_distributed", "learning_rate",
+    "length_penalty", "load_checkpoint", "load_pairs", "make_optimizer",
     "mean_cross_attention", "pick_device", "precision_name", "preprocess",
     "read_fra_eng", "reversal_pairs", "reversal_run", "save_checkpoint",
     "score_d2l_examples", "seed_everything", "sentence_counts",

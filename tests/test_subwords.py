@@ -1,0 +1,76 @@
+"""The byte-level BPE vocabulary: text <-> pieces <-> ids, files, and Vocab's interface."""
+
+import pytest
+import torch
+
+from transformer_lib.translation import BatchLoader, Vocab
+from transformer_lib.translation.subwords import SubwordVocab
+
+CORPUS = ["I am cold.", "Je suis froid.", "He is calm.", "Il est calme.", "We are late!",
+          "Nous sommes en retard !", "She is tall.", "Elle est grande."] * 20
+HARD = ["Hello, how are you?", "Où est la gare ?", "C'est l'été !", "It's 5 o'clock!!!",
+        "Ça coûte 12,50 € ?!", "ÉLÈVE naïve cœur", "tab\there", "😀 漢字 ß", "'''", "x"]
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return SubwordVocab.train(CORPUS, vocab_size=300)
+
+
+def test_the_special_tokens_come_first_and_the_size_is_the_one_asked_for(vocab):
+    assert vocab.idx_to_token[:4] == ["<pad>", "<bos>", "<eos>", "<unk>"]
+    assert (vocab.pad, vocab.bos, vocab.eos, vocab.unk) == (0, 1, 2, 3)
+    assert len(vocab) == 300 and len(set(vocab.idx_to_token)) == 300
+
+
+def test_every_string_has_pieces_and_comes_back(vocab):
+    for text in CORPUS[:8] + HARD:
+        pieces = vocab.tokenize(text)
+        assert pieces and vocab.unk not in vocab[pieces], text
+        assert vocab.detokenize(pieces) == text.strip(), text
+        assert vocab.encode(text) == vocab[pieces]
+
+
+def test_frequent_words_become_one_piece_and_rare_ones_several(vocab):
+    # " is", " est" and " calm" occur 40 to 80 times in the corpus, "Xylophone" never
+    assert {"Ġis", "Ġest", "Ġcalm"} <= set(vocab.tokenize("He is calm. Il est calme."))
+    assert len(vocab.tokenize("Xylophone")) == 10      # the space, then letter by letter
+
+
+def test_training_is_deterministic_and_the_json_round_trips(vocab, tmp_path):
+    assert SubwordVocab.train(CORPUS, vocab_size=300).to_json() == vocab.to_json()
+    path = vocab.save(tmp_path / "tokenizer.json")
+    again = SubwordVocab.load(path)
+    assert again.idx_to_token == vocab.idx_to_token
+    assert [again.encode(t) for t in HARD] == [vocab.encode(t) for t in HARD]
+
+
+def test_it_serves_the_loaders_and_decoding_as_a_vocab_does(vocab):
+    pairs = [(vocab.tokenize(en), vocab.tokenize(fr)) for en, fr in zip(CORPUS[:8:2],
+                                                                          CORPUS[1:8:2])]
+    batch = next(iter(BatchLoader(pairs, vocab, vocab, 4, shuffle=False)))
+    assert batch.tgt_in[:, 0].eq(vocab.bos).all()
+    texts = {vocab.detokenize(vocab.decode(row)) for row in batch.tgt_out}
+    assert texts == set(CORPUS[1:8:2])
+    assert vocab.decode(torch.tensor([1, 5, 6, 2, 7])) == vocab.to_tokens([5, 6])
+
+
+def test_bad_arguments_are_named(vocab, tmp_path):
+    with pytest.raises(ValueError, match="vocab_size must be at least 260"):
+        SubwordVocab.train(CORPUS, vocab_size=100)
+    with pytest.raises((TypeError, ValueError), match="min_frequency"):
+        SubwordVocab.train(CORPUS, vocab_size=300, min_frequency=0)
+    with pytest.raises(ValueError, match="sentences is empty"):
+        SubwordVocab.train([], vocab_size=300)
+    with pytest.raises(TypeError, match="text must be a string"):
+        vocab.tokenize(["a", "b"])
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(ValueError, match="bad.json is not a tokenizer's JSON"):
+        SubwordVocab.load(bad)
+    import tokenizers
+    plain = tokenizers.Tokenizer(tokenizers.models.BPE())
+    plain.add_special_tokens(["<eos>", "<pad>", "<bos>", "<unk>"])
+    with pytest.raises(ValueError, match="ids 0-3"):
+        SubwordVocab(plain)
+    assert Vocab.pad == vocab.pad
