@@ -83,6 +83,62 @@ def test_grouped_split_rejects_impossible_sizes():
         grouped_split([(["a"], ["b"])], num_test_sources=1, num_val_sources=0)
 
 
+def test_grouped_split_groups_by_a_key_and_takes_given_test_sources_first():
+    from transformer_lib.translation.data import preprocess, tokenize
+
+    raw = [("Go.", "Va !"), ("go.", "Marche."), ("Hi.", "Salut !"), ("Run!", "Cours !"),
+           ("Run.", "Courez !"), ("Wait!", "Attends !"), ("Stop!", "Arrête !"), ("Hop.", "Hop.")]
+    words = lambda text: tuple(tokenize(preprocess(text)))   # noqa: E731
+    split = grouped_split(raw, num_test_sources=2, num_val_sources=1, seed=3, key=words,
+                          test_sources=[("go", ".")])
+    assert split.test[0].src == "Go." and split.test[0].refs == ["Va !", "Marche."]
+    assert len(split.test) == 2 and len(split.val) == 1
+    sources = [words(s) for s, _ in split.train + split.val] + [words(g.src) for g in split.test]
+    assert len(sources) == len(set(sources)) == 7              # "Go." and "go." are one source
+    # without test_sources, the default key and a tuple key give the old split, draw for draw
+    pairs = [(list(tokenize(preprocess(s))), t) for s, t in raw]
+    plain = grouped_split(pairs, num_test_sources=2, num_val_sources=1, seed=3)
+    assert grouped_split(pairs, num_test_sources=2, num_val_sources=1, seed=3, key=tuple) == plain
+    with pytest.raises(ValueError, match="test_sources must be keys"):
+        grouped_split(raw, num_test_sources=2, num_val_sources=1, key=words,
+                      test_sources=[("nope",)])
+    with pytest.raises(ValueError, match="at least the 3 test_sources"):
+        grouped_split(raw, num_test_sources=2, num_val_sources=1, key=words,
+                      test_sources=[("go", "."), ("hi", "."), ("hop", ".")])
+
+
+def test_batches_by_tokens_stay_within_the_budget_and_cover_every_pair_once():
+    import random
+
+    rng = random.Random(0)
+    words = list("abcdefghij")
+    pairs = [([rng.choice(words) for _ in range(rng.randint(1, 20))],
+              [rng.choice(words) for _ in range(rng.randint(1, 25))]) for _ in range(300)]
+    pairs.append((["a"] * 60, ["b"] * 60))                       # longer than the budget
+    vocab = Vocab([words])
+    loader = BatchLoader(pairs, vocab, vocab, None, max_tokens=200, seed=1)
+    sizes = []
+    for epoch in range(2):
+        loader.set_epoch(epoch)
+        batches = list(loader)
+        assert len(batches) == len(loader)
+        seen = sorted(tuple(row.tolist()) for b in batches for row in b.src)
+        assert len(seen) == len(pairs)
+        for b in batches:
+            rows, padded = b.src.shape[0], b.src.shape[1] + b.tgt_out.shape[1]
+            assert rows * padded <= 200 or rows == 1
+        sizes.append(sorted(b.src.shape[0] for b in batches))
+    assert sizes[0] == sizes[1]                      # the same cuts, in another order
+    assert max(sizes[0]) > 3 * min(sizes[0])          # short pairs come in larger batches
+    capped = BatchLoader(pairs, vocab, vocab, 4, max_tokens=200)
+    assert max(b.src.shape[0] for b in capped) == 4
+    for bad in (0, -5, 2.5, True):
+        with pytest.raises(ValueError, match="max_tokens"):
+            BatchLoader(pairs, vocab, vocab, None, max_tokens=bad)
+    with pytest.raises(ValueError, match="batch_size, max_tokens or both"):
+        BatchLoader(pairs, vocab, vocab, None)
+
+
 def test_d2l_split_is_first_512(data_dir):
     pairs = load_pairs("d2l", data_dir)
     split = d2l_split(pairs)

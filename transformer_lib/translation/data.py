@@ -169,29 +169,54 @@ def group_by_source(pairs) -> dict:
 
 
 def grouped_split(pairs, *, num_test_sources: int = 500,
-                  num_val_sources: int = 300, seed: int = 0) -> Split:
+                  num_val_sources: int = 300, seed: int = 0, key=tuple,
+                  test_sources=()) -> Split:
     """Split by *English source sentence*, so that no test source is ever
     seen in training.
 
     Sources are shuffled with ``seed``; the first ``num_test_sources`` go
     to the test set (with all their translations as references), the next
     ``num_val_sources`` to validation, the rest to training.
+
+    key: what makes two sources one (default: the source itself, as a
+    tuple of tokens); e.g. raw sentences grouped by their preprocessed
+    tokens.  A group's source is the first one seen.
+    test_sources: keys that go to the test set first, before the drawn
+    ones (e.g. another split's test sources, so that two models are scored
+    on the same sentences); each must be a key of ``pairs``.
     """
-    groups = group_by_source(pairs)
-    sources = list(groups)
-    n_test, n_val = num_test_sources, num_val_sources
+    groups: dict = {}  # key -> (the first source, [targets])
+    for src, tgt in pairs:
+        groups.setdefault(key(src), (src, []))[1].append(tgt)
+    forced = list(dict.fromkeys(test_sources))
+    missing = [k for k in forced if k not in groups]
+    if missing:
+        raise ValueError(f"test_sources must be keys of pairs' sources; "
+                         f"{len(missing)} are not, e.g. {missing[0]!r}")
+    if len(forced) > num_test_sources:
+        raise ValueError(f"num_test_sources ({num_test_sources}) must be at "
+                         f"least the {len(forced)} test_sources")
+    chosen = set(forced)
+    sources = [k for k in groups if k not in chosen]
+    n_test, n_val = num_test_sources - len(forced), num_val_sources
     if n_test + n_val >= len(sources):
         raise ValueError(
-            f"num_test_sources + num_val_sources ({n_test} + {n_val}) must "
-            f"be below the number of distinct sources ({len(sources)})")
+            f"num_test_sources + num_val_sources ({num_test_sources} + "
+            f"{n_val}) must be below the number of distinct sources "
+            f"({len(groups)})")
     random.Random(seed).shuffle(sources)
-    test = sources[:n_test]
+    test = forced + sources[:n_test]
     val = sources[n_test:n_test + n_val]
     train = sources[n_test + n_val:]
+
+    def source(k):
+        src = groups[k][0]
+        return src if isinstance(src, str) else list(src)
+
     return Split(
-        train=[(list(s), t) for s in train for t in groups[s]],
-        val=[(list(s), t) for s in val for t in groups[s]],
-        test=[TestGroup(list(s), groups[s]) for s in test],
+        train=[(source(k), t) for k in train for t in groups[k][1]],
+        val=[(source(k), t) for k in val for t in groups[k][1]],
+        test=[TestGroup(source(k), groups[k][1]) for k in test],
     )
 
 
@@ -238,24 +263,66 @@ class BatchLoader:
     similar length and little padding; the order of the batches is then
     shuffled.  The order depends on ``seed`` and on the epoch, set with
     :meth:`set_epoch` (``fit`` does); iterating does not change it.
+
+    ``max_tokens``: cut batches by size instead: each holds as many pairs
+    as keep rows x (longest source + longest target, with ``<eos>``)
+    within ``max_tokens`` (a pair longer than that alone is a batch of
+    one), and at most ``batch_size`` pairs (``None``: no cap).  Short
+    sentences then come in many, long ones in few.  The cuts depend on the
+    lengths only, so every epoch has the same number of batches.
     """
 
     def __init__(self, pairs, src_vocab: Vocab, tgt_vocab: Vocab,
-                 batch_size: int = 128, *, shuffle: bool = True,
-                 seed: int = 0):
-        if batch_size <= 0:
+                 batch_size: int | None = 128, *, shuffle: bool = True,
+                 seed: int = 0, max_tokens: int | None = None):
+        if batch_size is None and max_tokens is None:
+            raise ValueError("give batch_size, max_tokens or both")
+        if batch_size is not None and batch_size <= 0:
             raise ValueError(f"batch_size must be positive, "
                              f"got {batch_size}")
+        if max_tokens is not None and (isinstance(max_tokens, bool) or
+                                       not isinstance(max_tokens, int) or
+                                       max_tokens <= 0):
+            raise ValueError(f"max_tokens must be a positive integer, "
+                             f"got {max_tokens!r}")
         if not pairs:
             raise ValueError("pairs is empty: there is nothing to batch")
         self.src = [encode_source(s, src_vocab) for s, _ in pairs]
         self.tgt = [tgt_vocab[list(t)] for _, t in pairs]
         self.tgt_eos = tgt_vocab.eos
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
+        self.max_tokens = max_tokens
         self.epoch = 0
+        # the cuts depend on the lengths only: the same every epoch
+        everything = self._by_length(range(len(pairs)))
+        self._num_batches = len(self._cut(everything))
 
     def __len__(self) -> int:
-        return -(-len(self.src) // self.batch_size)
+        return self._num_batches
+
+    def _by_length(self, order) -> list[int]:
+        # a stable sort: pairs of equal lengths stay in the given order
+        return sorted(order, key=lambda i: (len(self.src[i]),
+                                            len(self.tgt[i])))
+
+    def _cut(self, order) -> list[list[int]]:
+        """Length-sorted pair indices -> the batches' indices."""
+        if self.max_tokens is None:
+            size = self.batch_size
+            return [order[i:i + size] for i in range(0, len(order), size)]
+        batches, current, S, T = [], [], 0, 0
+        for i in order:
+            s, t = len(self.src[i]), len(self.tgt[i]) + 1   # with <eos>
+            wider = (len(current) + 1) * (max(S, s) + max(T, t))
+            full = self.batch_size is not None and \
+                len(current) == self.batch_size
+            if current and (wider > self.max_tokens or full):
+                batches.append(current)
+                current, S, T = [], 0, 0
+            current.append(i)
+            S, T = max(S, s), max(T, t)
+        batches.append(current)
+        return batches
 
     def set_epoch(self, epoch: int) -> None:
         """Use the order of epoch ``epoch`` (0, 1, ...) from now on."""
@@ -277,10 +344,7 @@ class BatchLoader:
         order = list(range(len(self.src)))
         if self.shuffle:
             rng.shuffle(order)
-        # a stable sort: pairs of equal lengths stay in the shuffled order
-        order.sort(key=lambda i: (len(self.src[i]), len(self.tgt[i])))
-        size = self.batch_size
-        batches = [order[i:i + size] for i in range(0, len(order), size)]
+        batches = self._cut(self._by_length(order))
         if self.shuffle:
             rng.shuffle(batches)
         for idx in batches:
