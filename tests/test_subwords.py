@@ -74,3 +74,39 @@ def test_bad_arguments_are_named(vocab, tmp_path):
     with pytest.raises(ValueError, match="ids 0-3"):
         SubwordVocab(plain)
     assert Vocab.pad == vocab.pad
+
+
+def test_a_checkpoint_keeps_the_subword_vocabulary_whole(vocab, tmp_path):
+    import transformer_lib as tl
+    from transformer_lib.translation.checkpoint import (CheckpointError, load_checkpoint,
+                                                        load_weights, save_checkpoint)
+
+    torch.manual_seed(0)
+    config = tl.TransformerConfig(len(vocab), len(vocab), num_hiddens=16, ffn_num_hiddens=32,
+                                  num_enc_blks=1, num_dec_blks=1, tie_embeddings=True)
+    model = tl.Transformer(config)
+    path = save_checkpoint(tmp_path / "bpe.pt", model, vocab, vocab, dict(recipe="x"))
+    loaded, src_vocab, tgt_vocab, extra = load_checkpoint(path)
+    assert isinstance(src_vocab, SubwordVocab) and src_vocab.to_json() == vocab.to_json()
+    assert tgt_vocab.encode("Où est la gare ?") == vocab.encode("Où est la gare ?")
+    assert loaded.decoder.dense.weight is loaded.encoder.embedding.weight   # still tied
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(),
+                                                  loaded.state_dict().values()))
+    assert load_weights(tl.Transformer(config), path, vocab, vocab) == extra
+    other = SubwordVocab.train(CORPUS[:40] + ["Xylophone zebra"] * 3, vocab_size=300)
+    with pytest.raises(CheckpointError, match="another source vocabulary"):
+        load_weights(tl.Transformer(config), path, other, vocab)
+
+
+def test_a_checkpoint_from_before_tying_still_loads_its_weights(tmp_path):
+    import transformer_lib as tl
+    from transformer_lib.translation.checkpoint import load_weights, save_checkpoint
+
+    words = Vocab([["a", "b"]])
+    config = tl.TransformerConfig(len(words), len(words), num_hiddens=16, ffn_num_hiddens=32,
+                                  num_enc_blks=1, num_dec_blks=1)
+    path = save_checkpoint(tmp_path / "old.pt", tl.Transformer(config), words, words)
+    payload = torch.load(path, weights_only=True)
+    del payload["config"]["tie_embeddings"]                 # as saved before the field existed
+    torch.save(payload, path)
+    assert load_weights(tl.Transformer(config), path, words, words) == {}

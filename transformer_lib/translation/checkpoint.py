@@ -36,7 +36,8 @@ class CheckpointError(ValueError):
 def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab,
                     extra: dict | None = None) -> Path:
     """Save ``model`` (a :class:`Transformer` or :class:`GRUSeq2Seq`) with
-    its vocabularies.
+    its vocabularies (word vocabularies, or a
+    :class:`~.subwords.SubwordVocab`, kept whole).
 
     ``extra``: plain values to keep alongside (e.g. the data subset and
     split seed).
@@ -49,8 +50,8 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab,
         "format": FORMAT_VERSION,
         "model": kind,
         "config": model.config.to_dict(),
-        "src_vocab": list(src_vocab.idx_to_token),
-        "tgt_vocab": list(tgt_vocab.idx_to_token),
+        "src_vocab": _vocab_entry(src_vocab),
+        "tgt_vocab": _vocab_entry(tgt_vocab),
         "state_dict": {k: v.detach().cpu()
                        for k, v in model.state_dict().items()},
         "extra": dict(extra or {}),
@@ -107,8 +108,8 @@ def load_checkpoint(path, device=None):
     except (TypeError, ValueError) as err:
         raise CheckpointError(f"checkpoint {path} has an invalid config: "
                               f"{err}") from err
-    src_vocab = Vocab.from_tokens(payload["src_vocab"])
-    tgt_vocab = Vocab.from_tokens(payload["tgt_vocab"])
+    src_vocab = _vocab_from(payload["src_vocab"])
+    tgt_vocab = _vocab_from(payload["tgt_vocab"])
     if ((len(src_vocab), len(tgt_vocab))
             != (config.src_vocab_size, config.tgt_vocab_size)):
         raise CheckpointError(
@@ -136,8 +137,13 @@ def load_weights(model, path, src_vocab: Vocab, tgt_vocab: Vocab) -> dict:
                               f"{payload['model']}, not a "
                               f"{type(model).__name__}")
     ours = model.config.to_dict()
-    differ = {k: (payload["config"].get(k), v) for k, v in ours.items()
-              if payload["config"].get(k) != v}
+    try:  # a field the checkpoint predates takes its default
+        saved = type(model.config)(**payload["config"]).to_dict()
+    except (TypeError, ValueError) as err:
+        raise CheckpointError(f"checkpoint {path} has an invalid config: "
+                              f"{err}") from err
+    differ = {k: (saved.get(k), v) for k, v in ours.items()
+              if saved.get(k) != v}
     if differ:
         detail = ", ".join(f"{k}: saved {a!r} vs model {b!r}"
                            for k, (a, b) in differ.items())
@@ -145,13 +151,32 @@ def load_weights(model, path, src_vocab: Vocab, tgt_vocab: Vocab) -> dict:
                               f"config ({detail})")
     for side, saved, vocab in (("source", payload["src_vocab"], src_vocab),
                                ("target", payload["tgt_vocab"], tgt_vocab)):
-        if list(saved) != list(vocab.idx_to_token):
+        tokens = _vocab_from(saved).idx_to_token
+        if list(tokens) != list(vocab.idx_to_token):
             raise CheckpointError(
                 f"checkpoint {path} was made with another {side} vocabulary "
-                f"({len(saved)} tokens saved, {len(vocab)} given)"
+                f"({len(tokens)} tokens saved, {len(vocab)} given)"
             )
     _load_state(model, payload, path)
     return payload["extra"]
+
+
+def _vocab_entry(vocab):
+    """What a checkpoint keeps of a vocabulary: a word vocabulary's token
+    list, or a subword vocabulary's whole tokenizer (its JSON)."""
+    from .subwords import SubwordVocab
+
+    if isinstance(vocab, SubwordVocab):
+        return {"subwords": vocab.to_json()}
+    return list(vocab.idx_to_token)
+
+
+def _vocab_from(entry):
+    from .subwords import SubwordVocab
+
+    if isinstance(entry, dict):
+        return SubwordVocab.from_json(entry["subwords"])
+    return Vocab.from_tokens(entry)
 
 
 def _load_state(model, payload, path) -> None:
