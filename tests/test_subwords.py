@@ -110,3 +110,38 @@ def test_a_checkpoint_from_before_tying_still_loads_its_weights(tmp_path):
     del payload["config"]["tie_embeddings"]                 # as saved before the field existed
     torch.save(payload, path)
     assert load_weights(tl.Transformer(config), path, words, words) == {}
+
+
+def test_a_bpe_recipe_trains_translates_and_scores_on_raw_sentences(data_dir):
+    import transformer_lib as tl
+    from transformer_lib.translation import TrainConfig, evaluate_bleu, fit, translate
+    from transformer_lib.translation.recipes import RECIPES, Recipe
+
+    recipe = Recipe(subset="basic", tokenizer="bpe", vocab_size=600, test_sources_of="basic",
+                    model=dict(num_hiddens=32, ffn_num_hiddens=64, num_heads=2,
+                               num_enc_blks=1, num_dec_blks=1, dropout=0.0, max_len=64,
+                               tie_embeddings=True),
+                    train=TrainConfig(epochs=1, lr=3e-3, warmup_steps=10, device="cpu",
+                                      precision="float32"),
+                    batch_size=None, max_tokens=2000, num_test_sources=600)
+    split, src_vocab, tgt_vocab = recipe.load_data(data_dir)
+    assert src_vocab is tgt_vocab and len(src_vocab) == 600
+    # the basic recipe's 500 test sources first, in its order, then 100 more
+    basic = RECIPES["basic"].load_data(data_dir)[0]
+    assert len(split.test) == 600
+    assert [tuple(tl.translation.Vocab.tokenize(src_vocab.detokenize(g.src)))
+            for g in split.test[:500]] == [tuple(g.src) for g in basic.test]
+    seen = {tuple(s) for s, _ in split.train}
+    assert not seen & {tuple(g.src) for g in split.test}
+    torch.manual_seed(0)
+    model = tl.Transformer(tl.TransformerConfig(len(src_vocab), len(tgt_vocab), **recipe.model))
+    loader = BatchLoader(split.train, src_vocab, tgt_vocab, None, max_tokens=recipe.max_tokens)
+    history = fit(model, loader, None, recipe.train, progress=False)
+    assert history.steps_done == len(loader)
+    [result] = translate(model, ["Where is the station, Émile? 😀"], src_vocab, tgt_vocab,
+                         max_len=8)
+    assert result.unknown == [] and "<unk>" not in result.text and "Ġ" not in result.text
+    score = evaluate_bleu(model, split.test[:20], src_vocab, tgt_vocab, max_len=12)
+    assert 0 <= score.single <= 100 and "Ġ" not in " ".join(score.hypotheses)
+    with pytest.raises(ValueError, match="tokenizer must be 'words' or 'bpe'"):
+        Recipe(subset="basic", model={}, train=TrainConfig(), tokenizer="chars")

@@ -127,7 +127,7 @@ def cmd_train(args) -> int:
     say(f"model: {type(model).__name__}, {model.num_parameters():,} "
           f"parameters")
     train = BatchLoader(split.train, src_vocab, tgt_vocab, recipe.batch_size,
-                        seed=recipe.train.seed)
+                        seed=recipe.train.seed, max_tokens=recipe.max_tokens)
     val = BatchLoader(split.val, src_vocab, tgt_vocab, 256, shuffle=False)
     state = Path(f"{args.out}.state")  # fit's state after each epoch
     if args.resume and not state.is_file():

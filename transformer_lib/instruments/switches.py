@@ -16,7 +16,6 @@ import html
 
 import torch
 
-from ..translation.data import preprocess, tokenize
 from ..model.intervene import KINDS, intervene
 from .plotting import _pyplot, figure_to_png
 from ..translation.translate import translate_with_attention
@@ -122,7 +121,7 @@ class HeadSwitches:
 
     def _new_sentence(self, _change=None):
         w = _ipywidgets()
-        source = tokenize(preprocess(self.text.value))
+        source = self.src_vocab.tokenize(self.text.value)
         words = [w.ToggleButton(value=False, description=token,
                                 tooltip="hide this word",
                                 layout=w.Layout(width="auto"))

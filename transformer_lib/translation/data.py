@@ -10,6 +10,7 @@ looked for.
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -102,6 +103,19 @@ class Vocab:
     def to_tokens(self, ids) -> list[str]:
         return [self.idx_to_token[int(i)] for i in ids]
 
+    @staticmethod
+    def tokenize(text: str) -> list[str]:
+        """A raw sentence -> its word tokens: d2l's :func:`preprocess`,
+        then split at spaces (a :class:`~.subwords.SubwordVocab` has its
+        own)."""
+        return tokenize(preprocess(text))
+
+    @staticmethod
+    def detokenize(tokens) -> str:
+        """Word tokens -> text, undoing the space that preprocessing put
+        before ``, . ! ?`` (``"va !"`` -> ``"va!"``)."""
+        return re.sub(r" ([,.!?])", r"\1", " ".join(tokens))
+
     def decode(self, ids) -> list[str]:
         """Ids -> tokens, stopping at ``<eos>``, dropping ``<bos>`` and
         ``<pad>``."""
@@ -113,6 +127,31 @@ class Vocab:
             if i not in (self.pad, self.bos):
                 tokens.append(self.idx_to_token[i])
         return tokens
+
+
+def load_raw_pairs(subset: str = "basic", data_dir=None) -> list:
+    """The ``(english, french)`` sentences of a named subset as the file
+    has them (capitals, punctuation and all): the same pairs as
+    :func:`load_pairs`, in the same order, before preprocessing."""
+    from .download import read_fra_eng
+
+    if subset not in SUBSETS:
+        raise ValueError(f"subset must be one of {SUBSETS}, got {subset!r}")
+    lines = read_fra_eng(data_dir).split("\n")
+    if subset == "d2l":
+        lines = lines[:D2L_NUM_TRAIN + D2L_NUM_VAL + 1]
+    raw = [tuple(line.split("\t")) for line in lines
+           if len(line.split("\t")) == 2]
+    if subset == "basic":
+        raw = [(en, fr) for en, fr in raw if _is_basic(
+            tokenize(preprocess(en)), tokenize(preprocess(fr)))]
+    return raw
+
+
+def _is_basic(src, tgt) -> bool:
+    return (" ".join(src).startswith(BASIC_PREFIXES)
+            and len(src) <= BASIC_MAX_TOKENS
+            and len(tgt) <= BASIC_MAX_TOKENS)
 
 
 def load_pairs(subset: str = "basic", data_dir=None) -> list[Pair]:
@@ -134,10 +173,7 @@ def load_pairs(subset: str = "basic", data_dir=None) -> list[Pair]:
         return parse_pairs(raw, max_lines=D2L_NUM_TRAIN + D2L_NUM_VAL)
     pairs = parse_pairs(raw)
     if subset == "basic":
-        pairs = [(s, t) for s, t in pairs
-                 if " ".join(s).startswith(BASIC_PREFIXES)
-                 and len(s) <= BASIC_MAX_TOKENS
-                 and len(t) <= BASIC_MAX_TOKENS]
+        pairs = [(s, t) for s, t in pairs if _is_basic(s, t)]
     return pairs
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .data import Vocab, d2l_split, grouped_split, load_pairs
+from .data import (TestGroup, Vocab, d2l_split, grouped_split, load_pairs,
+                   load_raw_pairs)
 from .training import TrainConfig, autocast_dtype, pick_device
 
 
@@ -29,6 +30,20 @@ class Recipe:
     # epochs where the matrix products run in float32, about 4 times
     # slower than bf16 on a CPU (None: the same as train.epochs)
     float32_epochs: int | None = None
+    # "words": d2l's preprocessing and a word vocabulary per language;
+    # "bpe": the raw sentences in byte-level BPE pieces, one vocabulary of
+    # vocab_size tokens for both (a model may then tie its embeddings)
+    tokenizer: str = "words"
+    vocab_size: int = 8000
+    max_tokens: int | None = None  # batches by size (BatchLoader)
+    # a recipe whose test sources come first in this one's test set, so
+    # that both models are scored on the same sentences
+    test_sources_of: str | None = None
+
+    def __post_init__(self):
+        if self.tokenizer not in ("words", "bpe"):
+            raise ValueError(f"tokenizer must be 'words' or 'bpe', got "
+                             f"{self.tokenizer!r}")
 
     @property
     def label(self) -> str:
@@ -55,6 +70,8 @@ class Recipe:
         641 pairs, as d2l does; the other subsets use the grouped split and
         training-set vocabularies.
         """
+        if self.tokenizer == "bpe":
+            return self._load_subwords(data_dir)
         pairs = load_pairs(self.subset, data_dir)
         if self.subset == "d2l":
             split, vocab_pairs = d2l_split(pairs), pairs
@@ -65,6 +82,37 @@ class Recipe:
             vocab_pairs = split.train
         return (split, Vocab([s for s, _ in vocab_pairs], self.min_freq),
                 Vocab([t for _, t in vocab_pairs], self.min_freq))
+
+
+    def _load_subwords(self, data_dir=None):
+        """The raw pairs, split by source (sources that preprocess to the
+        same words are one), a BPE vocabulary learnt from both sides of
+        the training pairs, and every pair and reference in its pieces."""
+        from .subwords import SubwordVocab
+
+        def words(text):
+            return tuple(Vocab.tokenize(text))
+
+        forced = ()
+        if self.test_sources_of is not None:
+            other, _, _ = RECIPES[self.test_sources_of].load_data(data_dir)
+            forced = [tuple(g.src) for g in other.test]
+        split = grouped_split(load_raw_pairs(self.subset, data_dir),
+                              seed=self.split_seed, key=words,
+                              num_test_sources=self.num_test_sources,
+                              num_val_sources=self.num_val_sources,
+                              test_sources=forced)
+        vocab = SubwordVocab.train([text for pair in split.train
+                                    for text in pair], self.vocab_size)
+
+        def pieces(pairs):
+            return [(vocab.tokenize(s), vocab.tokenize(t)) for s, t in pairs]
+
+        split.train, split.val = pieces(split.train), pieces(split.val)
+        split.test = [TestGroup(vocab.tokenize(g.src),
+                                [vocab.tokenize(r) for r in g.refs])
+                      for g in split.test]
+        return split, vocab, vocab
 
 
 def trained_transformer(recipe: Recipe, *, checkpoint=None):
@@ -98,7 +146,8 @@ def trained_transformer(recipe: Recipe, *, checkpoint=None):
     model = Transformer(TransformerConfig(len(src_vocab), len(tgt_vocab),
                                           **recipe.model))
     loader = BatchLoader(split.train, src_vocab, tgt_vocab,
-                         recipe.batch_size, seed=recipe.train.seed)
+                         recipe.batch_size, seed=recipe.train.seed,
+                         max_tokens=recipe.max_tokens)
     fit(model, loader, None, recipe.train)
     return model.eval(), src_vocab, tgt_vocab
 

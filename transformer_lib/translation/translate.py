@@ -3,7 +3,6 @@ a test split, and the attention behind a translation."""
 
 from __future__ import annotations
 
-import re
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -11,15 +10,15 @@ from dataclasses import dataclass
 import torch
 
 from .bleu import bleu, corpus_bleu
-from .data import Vocab, encode_source, pad_batch, preprocess, tokenize
+from .data import Vocab, encode_source, pad_batch
 from .decoding import beam_search, greedy_decode
 from ..model.intervene import intervene
 
 
 def detokenize(tokens) -> str:
     """Undo the space that preprocessing put before ``, . ! ?``
-    (``"va !"`` -> ``"va!"``)."""
-    return re.sub(r" ([,.!?])", r"\1", " ".join(tokens))
+    (``"va !"`` -> ``"va!"``): :meth:`Vocab.detokenize`."""
+    return Vocab.detokenize(tokens)
 
 
 @dataclass
@@ -27,10 +26,7 @@ class Translation:
     source_tokens: list[str]
     tokens: list[str]   # the translation, without <eos>
     unknown: list[str]  # source words outside the vocabulary (read <unk>)
-
-    @property
-    def text(self) -> str:
-        return " ".join(self.tokens)
+    text: str           # the translation as text (words joined by spaces)
 
 
 def _model_device(model) -> torch.device:
@@ -143,13 +139,15 @@ def mean_cross_attention(model, sources, outputs, src_vocab: Vocab, *,
     return results
 
 
-def _sources(sentences) -> list[list[str]]:
+def _sources(sentences, src_vocab) -> list[list[str]]:
+    """Raw sentences -> the source vocabulary's tokens (words after d2l's
+    preprocessing, or subword pieces)."""
     if isinstance(sentences, str):
         raise TypeError("sentences must be a list of strings; wrap a single "
                         "sentence in a list")
     sources = []
     for i, sentence in enumerate(sentences):
-        tokens = tokenize(preprocess(sentence))
+        tokens = src_vocab.tokenize(sentence)
         if not tokens:
             raise ValueError(f"sentence {i} is empty: there is nothing to "
                              f"translate")
@@ -165,11 +163,20 @@ def translate(model, sentences, src_vocab: Vocab, tgt_vocab: Vocab,
     An empty sentence is a ``ValueError``; words outside the vocabulary
     are read as ``<unk>`` and listed in each result's ``unknown``.
     """
-    sources = _sources(sentences)
+    sources = _sources(sentences, src_vocab)
     outputs = translate_tokens(model, sources, src_vocab, tgt_vocab,
                                **kwargs)
-    return [Translation(s, o, [t for t in s if src_vocab[t] == Vocab.unk])
+    return [Translation(s, o, [t for t in s if src_vocab[t] == Vocab.unk],
+                        _joined(o, tgt_vocab))
             for s, o in zip(sources, outputs)]
+
+
+def _joined(tokens, vocab) -> str:
+    """A translation's text as the book prints it: word tokens joined by
+    spaces (``"va !"``), subword pieces decoded to text."""
+    if isinstance(vocab, Vocab):
+        return " ".join(tokens)
+    return vocab.detokenize(tokens)
 
 
 @dataclass
@@ -201,7 +208,7 @@ def translate_with_attention(model, sentence: str, src_vocab: Vocab,
     while translating.  Kinds: ``encoder_self`` (source x source),
     ``decoder_self`` (outputs x inputs) and ``cross`` (outputs x source).
     """
-    [source] = _sources([sentence])
+    [source] = _sources([sentence], src_vocab)
     [ids] = decode_ids(model, [source], src_vocab, tgt_vocab, **kwargs)
     device = _model_device(model)
     src = torch.tensor([encode_source(source, src_vocab)], device=device)
@@ -234,9 +241,9 @@ def evaluate_bleu(model, test_groups, src_vocab: Vocab, tgt_vocab: Vocab,
     outputs = translate_tokens(model, [g.src for g in test_groups],
                                src_vocab, tgt_vocab, **kwargs)
     seconds = time.perf_counter() - start
-    hyps = [detokenize(h) for h in outputs]
-    firsts = [detokenize(g.refs[0]) for g in test_groups]
-    alls = [[detokenize(r) for r in g.refs] for g in test_groups]
+    hyps = [tgt_vocab.detokenize(h) for h in outputs]
+    firsts = [tgt_vocab.detokenize(g.refs[0]) for g in test_groups]
+    alls = [[tgt_vocab.detokenize(r) for r in g.refs] for g in test_groups]
     return BleuScore(corpus_bleu(hyps, firsts), corpus_bleu(hyps, alls),
                      hyps, seconds)
 
