@@ -159,13 +159,29 @@ def check_pre_norm(norm: str) -> None:
                          f"norm must be 'layer', got {norm!r}")
 
 
+def check_flag(name: str, value) -> None:
+    """A configuration's switch: ``True`` or ``False``, nothing else."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
+def check_model_sizes(num_hiddens: int, num_heads: int,
+                      dropout: float) -> None:
+    """What every Transformer configuration asks of its width, heads and
+    dropout: ``num_heads`` divides ``num_hiddens``, which is even for the
+    sinusoidal positional encoding; dropout is a probability."""
+    check_heads_divide(num_hiddens, num_heads)
+    if num_hiddens % 2:
+        raise ValueError(f"num_hiddens must be even for the positional "
+                         f"encoding, got {num_hiddens}")
+    check_probability("dropout", dropout)
+
+
 def check_tie_embeddings(tie: bool, src_vocab_size: int,
                          tgt_vocab_size: int) -> None:
     """Tied embeddings share one (V, d) matrix: one vocabulary serves both
     sides."""
-    if not isinstance(tie, bool):
-        raise TypeError(f"tie_embeddings must be True or False, "
-                        f"got {tie!r}")
+    check_flag("tie_embeddings", tie)
     if tie and src_vocab_size != tgt_vocab_size:
         raise ValueError(f"tie_embeddings=True needs one vocabulary for "
                          f"both sides, got src_vocab_size="

@@ -23,6 +23,7 @@ import json
 from importlib.resources import files
 from pathlib import Path
 
+from .._checks import check_flag
 from .viz import _STYLE
 
 
@@ -150,8 +151,7 @@ def translator_box(example: str = "I am cold.", base: str = "../", *,
     if not isinstance(example, str):
         raise TypeError(f"example must be a string, got "
                         f"{type(example).__name__}")
-    if not isinstance(switches, bool):
-        raise TypeError(f"switches must be True or False, got {switches!r}")
+    check_flag("switches", switches)
     ranking = _checked_ranking(ranking)
     if ranking is not None and not switches:
         raise ValueError("ranking is for the switches: pass switches=True")

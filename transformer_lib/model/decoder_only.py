@@ -16,12 +16,11 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from .._checks import (check_heads_divide, check_positive_int,
-                      check_pre_norm, check_probability,
+from .._checks import (check_flag, check_model_sizes, check_positive_int,
                       check_token_ids, check_valid_lens)
 from .encoder import PreNormEncoderBlock, TransformerEncoderBlock
 from .stack import EmbeddedBlockStack
-from .transformer import count_parameters, training_mode
+from .transformer import Transformer, count_parameters, training_mode
 
 
 class CausalBlock(TransformerEncoderBlock):
@@ -77,17 +76,9 @@ class DecoderOnlyConfig:
         for name in ("vocab_size", "ffn_num_hiddens", "num_blks",
                      "max_len"):
             check_positive_int(name, getattr(self, name))
-        check_heads_divide(self.num_hiddens, self.num_heads)
-        if self.num_hiddens % 2:
-            raise ValueError(f"num_hiddens must be even for the positional "
-                             f"encoding, got {self.num_hiddens}")
-        check_probability("dropout", self.dropout)
+        check_model_sizes(self.num_hiddens, self.num_heads, self.dropout)
         for name in ("use_bias", "norm_first", "tie_embeddings"):
-            if not isinstance(getattr(self, name), bool):
-                raise TypeError(f"{name} must be True or False, "
-                                f"got {getattr(self, name)!r}")
-        if self.norm_first:
-            check_pre_norm("layer")
+            check_flag(name, getattr(self, name))
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -142,13 +133,8 @@ class DecoderOnlyTransformer(nn.Module):
                                  c.norm_first)
         self.dense = nn.Linear(c.num_hiddens, c.vocab_size)
         self.vocab_size = c.vocab_size
-        for module in self.modules():  # as Transformer._init_weights
-            if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                if module.bias is not None:
-                    nn.init.zeros_(module.bias)
-            elif isinstance(module, nn.Embedding):
-                nn.init.normal_(module.weight, std=c.num_hiddens ** -0.5)
+        # the encoder-decoder's initialisation (it reads config.num_hiddens)
+        self.apply(lambda module: Transformer._init_weights(self, module))
         if c.tie_embeddings:
             self.dense.weight = self.stack.embedding.weight
 

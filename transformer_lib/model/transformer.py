@@ -9,9 +9,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from .._checks import (check_heads_divide, check_positive_int,
-                      check_pre_norm, check_probability,
-                      check_tie_embeddings, check_token_ids,
+from .._checks import (check_flag, check_model_sizes, check_positive_int,
+                      check_pre_norm, check_tie_embeddings, check_token_ids,
                       check_valid_lens)
 from .decoder import TransformerDecoder
 from .encoder import TransformerEncoder
@@ -54,17 +53,11 @@ class TransformerConfig:
         for name in ("src_vocab_size", "tgt_vocab_size", "ffn_num_hiddens",
                      "num_enc_blks", "num_dec_blks", "max_len"):
             check_positive_int(name, getattr(self, name))
-        check_heads_divide(self.num_hiddens, self.num_heads)
-        if self.num_hiddens % 2:
-            raise ValueError(f"num_hiddens must be even for the positional "
-                             f"encoding, got {self.num_hiddens}")
-        check_probability("dropout", self.dropout)
+        check_model_sizes(self.num_hiddens, self.num_heads, self.dropout)
         if self.norm not in ("layer", "batch"):
             raise ValueError(f"norm must be 'layer' or 'batch', "
                              f"got {self.norm!r}")
-        if not isinstance(self.norm_first, bool):
-            raise TypeError(f"norm_first must be True or False, "
-                            f"got {self.norm_first!r}")
+        check_flag("norm_first", self.norm_first)
         if self.norm_first:
             check_pre_norm(self.norm)
         check_tie_embeddings(self.tie_embeddings, self.src_vocab_size,

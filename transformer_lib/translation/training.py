@@ -16,6 +16,8 @@ import torch
 
 from .._checks import check_positive_int
 from .data import Vocab
+from .distributed import (DistributedModel, Ranks, all_reduce_sum, barrier,
+                          shard)
 from ..model import training_mode
 
 # precision -> the dtype of autocast's matrix products (None: no autocast)
@@ -384,8 +386,6 @@ def fit(model, train_loader, val_loader=None,
     (losses, tokens) is the whole batches'.  Dropout draws from seed
     ``config.seed + rank``.  A time budget needs one process.
     """
-    from .distributed import Ranks
-
     config = config or TrainConfig()
     ranks = ranks or Ranks()
     if ranks.several and config.max_seconds:
@@ -446,8 +446,6 @@ def load_training_state(path, config: TrainConfig, device) -> dict:
 def _train(model, train_loader, val_loader, config, device, dtype,
            callback, progress, checkpoint, resume, ranks) -> History:
     from tqdm.auto import tqdm
-
-    from .distributed import DistributedModel, all_reduce_sum, barrier, shard
 
     # what train_step runs: the model, or the model behind DDP
     net = DistributedModel(model, device) if ranks.several else model
