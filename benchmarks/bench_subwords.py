@@ -21,30 +21,17 @@ import argparse
 import statistics
 import time
 
-from transformer_lib.translation import (SubwordVocab, Vocab, grouped_split,
-                                         load_pairs, preprocess, tokenize)
-from transformer_lib.translation.data import parse_pairs
-from transformer_lib.translation.download import read_fra_eng
-from transformer_lib.translation.recipes import RECIPES
+from transformer_lib.translation import SubwordVocab, TrainConfig, Vocab
+from transformer_lib.translation.recipes import Recipe
+
+# the split of the everyday kind (no model or training: only its data)
+EVERYDAY_DATA = Recipe(subset="full", model={}, train=TrainConfig(),
+                       tokenizer="bpe", test_sources_of="basic",
+                       num_test_sources=2000, num_val_sources=2000)
 
 
 def words_of(text):
-    return tuple(tokenize(preprocess(text)))
-
-
-def everyday_split(data_dir=None, num_test_sources=2000,
-                   num_val_sources=2000, seed=0):
-    raw = [tuple(line.split("\t")[:2]) for line in
-           read_fra_eng(data_dir).split("\n") if line.count("\t") >= 1]
-    basic = RECIPES["basic"]
-    basic_split = grouped_split(load_pairs("basic", data_dir),
-                                seed=basic.split_seed,
-                                num_test_sources=basic.num_test_sources,
-                                num_val_sources=basic.num_val_sources)
-    forced = [tuple(g.src) for g in basic_split.test]
-    return raw, grouped_split(raw, num_test_sources=num_test_sources,
-                              num_val_sources=num_val_sources, seed=seed,
-                              key=words_of, test_sources=forced)
+    return tuple(Vocab.tokenize(text))
 
 
 def main():
@@ -55,11 +42,12 @@ def main():
                         default=[2000, 4000, 8000, 16000, 32000])
     parser.add_argument("--data-dir")
     args = parser.parse_args()
-    raw, split = everyday_split(args.data_dir)
-    assert len(raw) == len(parse_pairs(read_fra_eng(args.data_dir)))
+    split = EVERYDAY_DATA.raw_split(args.data_dir)
+    pairs = len(split.train) + len(split.val) + sum(
+        len(g.refs) for g in split.test)
     held_en = [g.src for g in split.test]
     held_fr = [ref for g in split.test for ref in g.refs]
-    print(f"{len(raw):,} pairs: {len(split.train):,} training, "
+    print(f"{pairs:,} pairs: {len(split.train):,} training, "
           f"{len(split.val):,} validation, {len(split.test):,} test sources "
           f"({len(held_fr):,} references)")
 

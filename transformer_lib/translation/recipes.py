@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .data import (TestGroup, Vocab, d2l_split, grouped_split, load_pairs,
-                   load_raw_pairs)
+from .data import (Split, TestGroup, Vocab, d2l_split, grouped_split,
+                   load_pairs, load_raw_pairs)
 from .training import TrainConfig, autocast_dtype, pick_device
 
 
@@ -83,13 +83,10 @@ class Recipe:
         return (split, Vocab([s for s, _ in vocab_pairs], self.min_freq),
                 Vocab([t for _, t in vocab_pairs], self.min_freq))
 
-
-    def _load_subwords(self, data_dir=None):
-        """The raw pairs, split by source (sources that preprocess to the
-        same words are one), a BPE vocabulary learnt from both sides of
-        the training pairs, and every pair and reference in its pieces."""
-        from .subwords import SubwordVocab
-
+    def raw_split(self, data_dir=None) -> Split:
+        """The subset's raw sentence pairs, split by source (sources that
+        preprocess to the same words are one), with the test sources of
+        ``test_sources_of`` first: what a ``"bpe"`` recipe tokenizes."""
         def words(text):
             return tuple(Vocab.tokenize(text))
 
@@ -97,11 +94,18 @@ class Recipe:
         if self.test_sources_of is not None:
             other, _, _ = RECIPES[self.test_sources_of].load_data(data_dir)
             forced = [tuple(g.src) for g in other.test]
-        split = grouped_split(load_raw_pairs(self.subset, data_dir),
-                              seed=self.split_seed, key=words,
-                              num_test_sources=self.num_test_sources,
-                              num_val_sources=self.num_val_sources,
-                              test_sources=forced)
+        return grouped_split(load_raw_pairs(self.subset, data_dir),
+                             seed=self.split_seed, key=words,
+                             num_test_sources=self.num_test_sources,
+                             num_val_sources=self.num_val_sources,
+                             test_sources=forced)
+
+    def _load_subwords(self, data_dir=None):
+        """:meth:`raw_split`, a BPE vocabulary learnt from both sides of
+        the training pairs, and every pair and reference in its pieces."""
+        from .subwords import SubwordVocab
+
+        split = self.raw_split(data_dir)
         vocab = SubwordVocab.train([text for pair in split.train
                                     for text in pair], self.vocab_size)
 
