@@ -39,7 +39,7 @@ export TRANSFORMER_LIB_DATA := $(abspath ../shared/data)
 endif
 endif
 
-.PHONY: setup test unit book claims vendor browser clean
+.PHONY: setup test unit book claims vendor browser clean everyday
 
 setup: $(STAMP)
 
@@ -83,6 +83,18 @@ book: setup $(LIBRARY_STAMP)
 # not part of `make test`. Narrow it with CLAIMS_ARGS="--chapters 04 --seeds 0".
 claims: setup
 	$(PY) scripts/claims.py $(CLAIMS_ARGS)
+
+# The book's published translator (models/everyday/): train the everyday recipe (about an hour
+# on the book's 2-core Zen 4 in bf16; a run stopped between epochs goes on where it was when the
+# target is made again), then quantise it and write its files, log and checksums. With several
+# GPUs or processes: make everyday TRAIN="$(VENV)/bin/torchrun --nproc_per_node=4 -m transformer_lib"
+EVERYDAY := _build/everyday
+TRAIN    ?= $(PY) -m transformer_lib
+everyday: setup
+	mkdir -p $(EVERYDAY)
+	$(TRAIN) train --recipe everyday --quiet --out $(EVERYDAY)/model.pt --log $(EVERYDAY)/log.json \
+	  $$(test -f $(EVERYDAY)/model.pt.state && echo --resume)
+	$(PY) scripts/publish_everyday.py $(EVERYDAY) transformer_lib/translation/everyday
 
 # The widget and math JavaScript the book loads from a CDN, fetched from npm for the offline
 # browser test (git-ignored .vendor/).

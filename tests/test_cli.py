@@ -43,10 +43,15 @@ def test_missing_data_says_where_to_put_it(tmp_path, capsys):
 
 def test_train_translate_evaluate(tmp_path, data_dir, capsys, monkeypatch):
     ckpt = tmp_path / "d2l.pt"
+    log = tmp_path / "log.json"
     assert main(["train", "--recipe", "d2l", "--epochs", "2", "--out", str(ckpt), "--data-dir", str(data_dir),
-                 "--quiet", "--device", "cpu"]) == 0
+                 "--quiet", "--device", "cpu", "--log", str(log)]) == 0
     out = capsys.readouterr().out
     assert "641" not in out and "512 training pairs" in out and "saved" in out and ckpt.is_file()
+    record = __import__("json").loads(log.read_text())
+    assert record["recipe"] == "d2l" and "--recipe d2l" in record["command"]
+    assert [v["epoch"] for v in record["history"]["validation"]] == [1.0, 2.0]
+    assert record["machine"]["matmul_2048_gflops"]["float32"] > 0
 
     assert main(["translate", "--checkpoint", str(ckpt), "go .", "I am xylophone."]) == 0
     captured = capsys.readouterr()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -38,8 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "share every batch (DDP: gloo on a CPU, "
                                    "nccl on GPUs); rank 0 prints and saves.")
     t.add_argument("--recipe", choices=sorted(RECIPES), default="basic",
-                   help="d2l: d2l's demo; basic: the CPU recipe; full: all "
-                        "pairs, for a GPU")
+                   help="d2l: d2l's demo; basic: the CPU recipe; "
+                        "everyday: all pairs in subwords (the book's "
+                        "published model); full: all pairs, for a GPU")
     t.add_argument("--model", choices=("transformer", "gru"),
                    default="transformer")
     t.add_argument("--out", required=True, help="checkpoint path to write")
@@ -61,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "the same options saved after its last epoch "
                         "(OUT.state)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument("--log", metavar="FILE",
+                   help="also write a JSON record of the run: command, "
+                        "versions, machine and its matrix-product speed, "
+                        "the losses")
     _add_data_args(t)
 
     r = sub.add_parser("translate",
@@ -96,6 +102,7 @@ def cmd_train(args) -> int:
     from .translation.rnn import GRUConfig, GRUSeq2Seq
     from .translation.training import fit, pick_device, seed_everything
     from .translation.translate import evaluate_bleu
+    from .translation.provenance import machine_record, write_training_log
 
     recipe = RECIPES[args.recipe]
     changes = dict(epochs=args.epochs, max_seconds=args.max_seconds,
@@ -111,6 +118,9 @@ def cmd_train(args) -> int:
     # every batch; rank 0 alone prints, saves and evaluates
     ranks = init_distributed(pick_device(recipe.train.device))
     say = print if ranks.is_main else (lambda *args, **kwargs: None)
+    if args.log and ranks.is_main:  # measured before training loads it
+        machine = machine_record(pick_device(recipe.train.device))
+        started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     split, src_vocab, tgt_vocab = recipe.load_data(args.data_dir)
     say(f"data: {recipe.subset}, {len(split.train)} training pairs, "
           f"{len(split.val)} validation pairs, {len(split.test)} test "
@@ -122,8 +132,10 @@ def cmd_train(args) -> int:
     else:
         model = Transformer(TransformerConfig(*sizes, **recipe.model))
     if ranks.several:
+        size = (f"{recipe.max_tokens} tokens" if recipe.max_tokens
+                else f"{recipe.batch_size} pairs")
         say(f"processes: {ranks.world_size}, each with 1/{ranks.world_size} "
-            f"of every batch of {recipe.batch_size} pairs")
+            f"of every batch of up to {size}")
     say(f"model: {type(model).__name__}, {model.num_parameters():,} "
           f"parameters")
     train = BatchLoader(split.train, src_vocab, tgt_vocab, recipe.batch_size,
@@ -157,6 +169,12 @@ def cmd_train(args) -> int:
                  min_freq=recipe.min_freq)
     path = save_checkpoint(args.out, model.cpu(), src_vocab, tgt_vocab,
                            extra)
+    if args.log:
+        write_training_log(args.log, recipe=args.recipe,
+                           seed=recipe.train.seed, machine=machine,
+                           history=history, started=started,
+                           parameters=model.num_parameters(),
+                           processes=ranks.world_size)
     result = evaluate_bleu(model, split.test, src_vocab, tgt_vocab)
     print(f"held-out BLEU (greedy): {result.single:.1f} single-reference, "
           f"{result.multi:.1f} multi-reference")

@@ -32,7 +32,8 @@ from .decoding import (beam_search, greedy_decode, greedy_decode_uncached,
                        length_penalty)
 from .distributed import Ranks, finish_distributed, init_distributed
 from .download import DataError, fra_eng_path, read_fra_eng
-from .recipes import RECIPES, Recipe, trained_transformer
+from .published import everyday_log, load_everyday
+from .recipes import RECIPES, Recipe, in_pieces, trained_transformer
 from .reversal import (DIGITS, ReversalResult, ReversalTask, exact_matches,
                        reversal_pairs, reversal_run)
 from .rnn import GRUConfig, GRUSeq2Seq
@@ -56,13 +57,14 @@ __all__ = [
     "TestGroup", "TrainConfig", "Vocab", "autocast_dtype", "beam_search",
     "bleu", "bleu_from_counts", "bleu_steps", "bootstrap_bleu",
     "corpus_bleu", "decode_ids", "detokenize", "evaluate_bleu",
-    "evaluate_loss", "exact_matches", "finish_distributed", "fit",
-    "fra_eng_path", "greedy_decode", "greedy_decode_uncached",
-    "grouped_split", "held_out_bleu", "init_distributed", "learning_rate",
-    "length_penalty", "load_checkpoint", "load_pairs", "make_optimizer",
-    "mean_cross_attention", "pick_device", "precision_name", "preprocess",
-    "read_fra_eng", "reversal_pairs", "reversal_run", "save_checkpoint",
-    "score_d2l_examples", "seed_everything", "sentence_counts",
-    "sequence_loss", "show_batch", "tokenize", "train_step",
-    "trained_transformer", "translate", "translate_with_attention",
+    "evaluate_loss", "everyday_log", "exact_matches", "finish_distributed",
+    "fit", "fra_eng_path", "greedy_decode", "greedy_decode_uncached",
+    "grouped_split", "held_out_bleu", "in_pieces", "init_distributed",
+    "learning_rate", "length_penalty", "load_checkpoint", "load_everyday",
+    "load_pairs", "make_optimizer", "mean_cross_attention", "pick_device",
+    "precision_name", "preprocess", "read_fra_eng", "reversal_pairs",
+    "reversal_run", "save_checkpoint", "score_d2l_examples",
+    "seed_everything", "sentence_counts", "sequence_loss", "show_batch",
+    "tokenize", "train_step", "trained_transformer", "translate",
+    "translate_with_attention",
 ]

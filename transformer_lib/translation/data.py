@@ -116,6 +116,14 @@ class Vocab:
         before ``, . ! ?`` (``"va !"`` -> ``"va!"``)."""
         return re.sub(r" ([,.!?])", r"\1", " ".join(tokens))
 
+    def unknown_share(self, sentences) -> float:
+        """The share of the raw ``sentences``' tokens (:meth:`tokenize`)
+        that this vocabulary reads as ``<unk>``."""
+        tokens = [t for s in sentences for t in self.tokenize(s)]
+        if not tokens:
+            raise ValueError("sentences hold no token")
+        return sum(self[t] == self.unk for t in tokens) / len(tokens)
+
     def decode(self, ids) -> list[str]:
         """Ids -> tokens, stopping at ``<eos>``, dropping ``<bos>`` and
         ``<pad>``."""

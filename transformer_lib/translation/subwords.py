@@ -105,6 +105,8 @@ class SubwordVocab:
         ``<pad>`` (as :meth:`Vocab.decode`)."""
         return Vocab.decode(self, ids)
 
+    unknown_share = Vocab.unknown_share   # always 0: every byte is a piece
+
     # --- text -------------------------------------------------------------
     def tokenize(self, text: str) -> list[str]:
         """A sentence -> its pieces (no special tokens)."""
@@ -116,6 +118,12 @@ class SubwordVocab:
     def encode(self, text: str) -> list[int]:
         """A sentence -> its piece ids."""
         return self[self.tokenize(text)]
+
+    def piece_texts(self, pieces) -> list[str]:
+        """Each piece as the text it stands for (its bytes decoded; a
+        piece that holds part of a character shows as U+FFFD)."""
+        return [self.tokenizer.decode([self[p]], skip_special_tokens=False)
+                for p in pieces]
 
     def detokenize(self, pieces) -> str:
         """Pieces -> text: the bytes joined back, the leading space (the
