@@ -7,12 +7,16 @@ positions and the encoder's window (all on, none hidden and a window as
 long as the source: the model itself).  The book's page runs them with
 ONNX Runtime Web (``translator.js``), with no server and no kernel.
 
-The weights are stored as float16 and cast to float32 inside the graph, so
-the files are half the size and every product is still float32.  The
-exported model is therefore exactly the PyTorch model with its parameters
-rounded to float16: :func:`export_translator` returns that model too, so
-that its translations and its BLEU can be compared with the page's and
-with the original's.
+The weights are stored as float16 (half the bytes) or the matrices as
+int8 with a scale per row (a quarter), and turned back into float32
+inside the graph, so that every product is still float32.  The exported
+model is therefore exactly the PyTorch model with its parameters rounded
+that way: :func:`export_translator` returns that model too, so that its
+translations and its BLEU can be compared with the page's and with the
+original's.  (With int8 weights, ONNX Runtime must run the graphs at its
+basic optimisation level: its extended level fuses each
+``DequantizeLinear`` with its product into an integer product that
+quantises the activations too, which changes the numbers.)
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..translation.checkpoint import (dequantize_int8, int8_quantizable,
+                                      quantize_int8, rounded_to_int8)
 from ..translation.data import SPECIAL_TOKENS, Vocab
 from ..model.intervene import intervene
 from ..model.record import record_attention
@@ -33,7 +39,8 @@ from ..model.record import record_attention
 ENCODER_FILE = "encoder.onnx"
 DECODER_FILE = "decoder_step.onnx"
 CONFIG_FILE = "translator.json"
-WEIGHT_FORMATS = ("float16", "float32")
+TOKENIZER_FILE = "tokenizer.json"  # a subword vocabulary's, for the page
+WEIGHT_FORMATS = ("int8", "float16", "float32")
 OPSET = 17
 
 
@@ -103,8 +110,11 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
                       ) -> ExportedTranslator:
     """Write ``encoder.onnx``, ``decoder_step.onnx`` and
     ``translator.json`` (vocabularies, special ids, ``max_len``, sizes,
-    checksums) into ``directory``.  ``weights``: ``"float16"`` (stored as
-    float16, computed in float32) or ``"float32"``."""
+    checksums) into ``directory``, and ``tokenizer.json`` for a subword
+    vocabulary.  ``weights``: ``"float16"`` (stored as float16, computed
+    in float32), ``"int8"`` (the matrices as int8 with a scale per row,
+    :func:`~transformer_lib.translation.checkpoint.quantize_int8`; the
+    rest float32) or ``"float32"``."""
     if weights not in WEIGHT_FORMATS:
         raise ValueError(f"weights must be one of {WEIGHT_FORMATS}, "
                          f"got {weights!r}")
@@ -117,6 +127,8 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
                              f"model's vocabulary has {size}")
     if weights == "float16":
         exported = rounded_to_float16(model)
+    elif weights == "int8":
+        exported = rounded_to_int8(model)
     else:
         exported = copy.deepcopy(model).cpu().float().eval()
     directory = Path(directory)
@@ -142,11 +154,26 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
                  "cross_gate", "hidden"], ["logits", "cross"],
                 {"tgt": {1: "T"}, "memory": {1: "S"}, "hidden": {1: "S"},
                  "cross": {3: "S"}})
-    if weights == "float16":
-        for name in (ENCODER_FILE, DECODER_FILE):
+    if weights == "int8":
+        matrices = int8_matrices(model)
+    for name in (ENCODER_FILE, DECODER_FILE):
+        if weights == "int8":
+            store_int8(directory / name, matrices)
+        if weights == "float16":
             store_float16(directory / name)
-    files = {name: (directory / name).stat().st_size
-             for name in (ENCODER_FILE, DECODER_FILE)}
+    names = [ENCODER_FILE, DECODER_FILE]
+    subwords = hasattr(tgt_vocab, "to_json")  # a SubwordVocab
+    if subwords:
+        if src_vocab.to_json() != tgt_vocab.to_json():
+            raise ValueError("a subword translator needs one vocabulary "
+                             "for both sides; src_vocab and tgt_vocab "
+                             "differ")
+        (directory / TOKENIZER_FILE).write_text(tgt_vocab.to_json(),
+                                                encoding="utf-8")
+        names.append(TOKENIZER_FILE)
+    else:
+        (directory / TOKENIZER_FILE).unlink(missing_ok=True)
+    files = {name: (directory / name).stat().st_size for name in names}
     config = getattr(exported, "config", None)
     settings = {
         "format": 1,
@@ -161,13 +188,84 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
         "files": {name: {"bytes": size,
                          "sha256": _sha256(directory / name)}
                   for name, size in files.items()},
-        "src_tokens": src_vocab.idx_to_token,
-        "tgt_tokens": tgt_vocab.idx_to_token,
     }
+    if subwords:  # the page reads tokenizer.json
+        settings["tokenizer"] = "bpe"
+    else:
+        settings.update(tokenizer="words",
+                        src_tokens=src_vocab.idx_to_token,
+                        tgt_tokens=tgt_vocab.idx_to_token)
     text = json.dumps(settings, ensure_ascii=False, separators=(",", ":"))
     (directory / CONFIG_FILE).write_text(text, encoding="utf-8")
     files[CONFIG_FILE] = (directory / CONFIG_FILE).stat().st_size
     return ExportedTranslator(directory, exported, files)
+
+
+def int8_matrices(model) -> dict:
+    """``{bytes of a float32 matrix: (name, q, scale, transposed)}`` for
+    each matrix of ``model`` in int8 (:func:`quantize_int8`) and for its
+    transpose (an exported graph may hold a weight transposed): how
+    :func:`store_int8` recognises them in an ONNX file."""
+    found = {}
+    for name, p in model.named_parameters():
+        if int8_quantizable(name, p):
+            q, scale = quantize_int8(p)
+            matrix = dequantize_int8(q, scale)
+            q, scale = q.numpy(), scale.numpy()
+            found[matrix.numpy().tobytes()] = (name, q, scale, False)
+            found[matrix.T.contiguous().numpy().tobytes()] = (
+                name, q, scale, True)
+    return found
+
+
+def store_int8(path, matrices: dict) -> None:
+    """Rewrite the ONNX file at ``path`` so that each float32 weight found
+    in ``matrices`` (:func:`int8_matrices`) is stored as int8 with a scale
+    per row and turned back into exactly the same float32 numbers by a
+    ``DequantizeLinear`` node (``q * scale``).  A weight the graph holds
+    both as it is and transposed (a tied output layer) is stored once,
+    the transpose computed by a ``Transpose`` node."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    proto = onnx.load(str(path))
+    graph = proto.graph
+    uses = {}    # initializer name -> (parameter name, transposed)
+    for init in graph.initializer:
+        if init.data_type == TensorProto.FLOAT and len(init.dims) == 2:
+            match = matrices.get(numpy_helper.to_array(init).tobytes())
+            if match is not None:
+                uses[init.name] = match
+    kept = [init for init in graph.initializer if init.name not in uses]
+    nodes, stored = [], {}   # parameter name -> its float32 output's name
+    for init_name, (name, q, scale, transposed) in sorted(
+            uses.items(), key=lambda item: item[1][3]):  # plain ones first
+        if name not in stored:
+            parts = [f"{init_name}__{part}" for part in ("q", "scale",
+                                                         "zero")]
+            kept += [numpy_helper.from_array(q, parts[0]),
+                     numpy_helper.from_array(scale.astype(np.float32),
+                                             parts[1]),
+                     numpy_helper.from_array(np.zeros(len(scale), np.int8),
+                                             parts[2])]
+            output = init_name if not transposed else f"{init_name}__plain"
+            nodes.append(helper.make_node(
+                "DequantizeLinear", parts, [output], axis=0,
+                name=f"{init_name}__dequantize"))
+            stored[name] = output
+            if not transposed:
+                continue
+        nodes.append(helper.make_node(
+            "Transpose", [stored[name]], [init_name], perm=[1, 0],
+            name=f"{init_name}__transpose"))
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    nodes += list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    onnx.checker.check_model(proto)
+    onnx.save(proto, str(path))
 
 
 def all_on(model, S: int) -> dict:

@@ -19,6 +19,7 @@ from .data import Vocab
 from ..model import Transformer, TransformerConfig
 
 FORMAT_VERSION = 1
+WEIGHT_FORMATS = ("float32", "int8")
 
 
 def _model_classes():
@@ -33,30 +34,94 @@ class CheckpointError(ValueError):
     model or vocabulary."""
 
 
+def quantize_int8(weight: torch.Tensor):
+    """``(q, scale)``: ``weight`` ``(rows, cols)`` as int8 ``q`` times a
+    float32 scale per row ``(rows,)``, symmetric: a row's largest
+    magnitude becomes 127.  ``dequantize_int8(q, scale)`` is the nearest
+    such matrix (an error of at most half a step, ``scale / 2``)."""
+    weight = weight.detach().float()
+    scale = weight.abs().amax(dim=1) / 127
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    q = torch.round(weight / scale[:, None]).clamp(-127, 127)
+    return q.to(torch.int8), scale
+
+
+def dequantize_int8(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """The float32 matrix that ``(q, scale)`` stands for."""
+    return q.float() * scale[:, None]
+
+
+def int8_quantizable(name: str, tensor: torch.Tensor) -> bool:
+    """The tensors an int8 checkpoint stores in int8: the matrices (the
+    embeddings and the linear layers' weights), not the biases, the
+    layer norms' scales and shifts, or buffers."""
+    return tensor.dim() == 2 and tensor.is_floating_point()
+
+
+def rounded_to_int8(model):
+    """A copy of ``model`` on the CPU, in evaluation mode, whose matrices
+    are replaced by their int8 version (:func:`quantize_int8`), kept as
+    float32: what an int8 checkpoint of ``model`` loads as."""
+    import copy
+
+    rounded = copy.deepcopy(model).cpu().float().eval()
+    with torch.no_grad():
+        for name, p in rounded.named_parameters():
+            if int8_quantizable(name, p):
+                p.copy_(dequantize_int8(*quantize_int8(p)))
+    return rounded
+
+
 def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab,
-                    extra: dict | None = None) -> Path:
+                    extra: dict | None = None, *,
+                    weights: str = "float32") -> Path:
     """Save ``model`` (a :class:`Transformer` or :class:`GRUSeq2Seq`) with
     its vocabularies (word vocabularies, or a
     :class:`~.subwords.SubwordVocab`, kept whole).
 
     ``extra``: plain values to keep alongside (e.g. the data subset and
-    split seed).
+    split seed).  ``weights="int8"`` keeps each matrix as int8 with a
+    scale per row (:func:`quantize_int8`: a quarter of the bytes);
+    :func:`load_checkpoint` gives back :func:`rounded_to_int8`'s model.
     """
     kind = type(model).__name__
     if kind not in _model_classes():
         raise TypeError(f"model must be one of {sorted(_model_classes())}, "
                         f"got {kind}")
+    if weights not in WEIGHT_FORMATS:
+        raise ValueError(f"weights must be one of {WEIGHT_FORMATS}, "
+                         f"got {weights!r}")
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    scales = {}
+    if weights == "int8":
+        # a tied matrix appears under several names: stored once
+        params = dict(model.named_parameters())
+        for name in list(state):
+            if name in params and int8_quantizable(name, state[name]):
+                state[name], scales[name] = quantize_int8(state[name])
+            elif name not in params and _is_tied_copy(model, name):
+                del state[name]
     payload = {
         "format": FORMAT_VERSION,
         "model": kind,
         "config": model.config.to_dict(),
         "src_vocab": _vocab_entry(src_vocab),
         "tgt_vocab": _vocab_entry(tgt_vocab),
-        "state_dict": {k: v.detach().cpu()
-                       for k, v in model.state_dict().items()},
+        "state_dict": state,
         "extra": dict(extra or {}),
     }
+    if scales:
+        payload["int8_scales"] = scales
     return save_atomically(payload, path)
+
+
+def _is_tied_copy(model, name: str) -> bool:
+    """Whether state-dict entry ``name`` is a parameter that
+    ``named_parameters`` lists under another name (a tied weight)."""
+    module_name, _, attr = name.rpartition(".")
+    module = model.get_submodule(module_name) if module_name else model
+    tensor = module._parameters.get(attr)
+    return tensor is not None
 
 
 def save_atomically(payload, path) -> Path:
@@ -180,8 +245,19 @@ def _vocab_from(entry):
 
 
 def _load_state(model, payload, path) -> None:
+    state = dict(payload["state_dict"])
+    for name, scale in payload.get("int8_scales", {}).items():
+        state[name] = dequantize_int8(state[name], scale)
+    # a tied matrix stored once: its other names take the same tensor
+    params = dict(model.named_parameters(remove_duplicate=False))
+    for name, tensor in params.items():
+        if name not in state:
+            first = next((n for n, t in params.items()
+                          if t is tensor and n in state), None)
+            if first is not None:
+                state[name] = state[first]
     try:
-        model.load_state_dict(payload["state_dict"])
+        model.load_state_dict(state)
     except RuntimeError as err:
         raise CheckpointError(f"checkpoint {path} does not fit the model: "
                               f"{err}") from err
