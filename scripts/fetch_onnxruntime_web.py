@@ -1,14 +1,19 @@
-"""Fetch ONNX Runtime Web from the npm registry into ``_extra/ort/``
-(git-ignored), which the build copies to ``ort/`` at the root of the
+"""Fetch ONNX Runtime Web and Hugging Face's tokenizers.js from the npm
+registry into ``_extra/ort/`` and ``_extra/tokenizers/`` (git-ignored),
+which the build copies to ``ort/`` and ``tokenizers/`` at the root of the
 book's site (Sphinx's ``html_extra_path``; in ``_static`` jupyter-book
-would load its script on every page).  Chapter 8's in-browser translator
-loads it from there when a reader first asks: the runtime is served by
-the book itself, never by a CDN.
+would load their scripts on every page).  The in-browser translators load
+them from there when a reader first asks: they are served by the book
+itself, never by a CDN.
 
-The package is pinned by version and by the SHA-256 of its npm tarball;
-only the WebAssembly build is kept (``ort.wasm.min.js``, the module that
-loads the ``.wasm``, and the ``.wasm``).  Idempotent: nothing is fetched
-when the files are there with the pinned version.
+Each package is pinned by version and by the SHA-256 of its npm tarball.
+Of ONNX Runtime Web only the plain WebAssembly build is kept
+(``ort.wasm.min.js``, the module that loads the ``.wasm``, and the
+``.wasm``: the smallest of the package's builds, 3.7 MB gzip-compressed
+against 4.1, 6.7 and 6.7 MB for its jspi, asyncify and jsep builds); of
+tokenizers.js its ES module (``tokenizers.min.mjs``, 37 kB), which reads
+the ``tokenizer.json`` that Python's ``tokenizers`` writes.  Idempotent:
+nothing is fetched when the files are there with the pinned version.
 
 Run:  python scripts/fetch_onnxruntime_web.py   (``make book`` does)
 """
@@ -27,12 +32,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fetch_vendor_js import unpack  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-DEST = ROOT / "_extra" / "ort"
-PACKAGE, VERSION = "onnxruntime-web", "1.30.0"
-TARBALL_SHA256 = \
-    "d2228df7e4616bc3348bf504ee888f3bec43789a273f0a63f3e68d203ce3bf71"
-FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs",
-         "ort-wasm-simd-threaded.wasm")
+PACKAGES = [  # (npm package, version, tarball SHA-256, folder, files)
+    ("onnxruntime-web", "1.30.0",
+     "d2228df7e4616bc3348bf504ee888f3bec43789a273f0a63f3e68d203ce3bf71",
+     "ort", ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs",
+             "ort-wasm-simd-threaded.wasm")),
+    ("@huggingface/tokenizers", "0.2.0",
+     "2800014c83b8186b2e4210c20672f1fb65a12cef85d7e95e0f2003e022611b4a",
+     "tokenizers", ("tokenizers.min.mjs",)),
+]
 STAMP = "VERSION.json"
 
 
@@ -41,12 +49,20 @@ def sha256(path: Path) -> str:
 
 
 def main() -> int:
-    stamp = DEST / STAMP
-    if stamp.is_file() and all((DEST / f).is_file() for f in FILES):
-        if json.loads(stamp.read_text()).get("version") == VERSION:
+    worst = 0
+    for package, version, tarball_sha256, folder, files in PACKAGES:
+        worst = max(worst, fetch(package, version, tarball_sha256,
+                                 ROOT / "_extra" / folder, files))
+    return worst
+
+
+def fetch(package, version, tarball_sha256, dest, files) -> int:
+    stamp = dest / STAMP
+    if stamp.is_file() and all((dest / f).is_file() for f in files):
+        if json.loads(stamp.read_text()).get("version") == version:
             return 0
     with tempfile.TemporaryDirectory() as tmp:
-        command = ["npm", "pack", f"{PACKAGE}@{VERSION}", "--silent",
+        command = ["npm", "pack", f"{package}@{version}", "--silent",
                    "--pack-destination", tmp]
         try:
             printed = subprocess.run(command, check=True, text=True,
@@ -54,26 +70,26 @@ def main() -> int:
         except (OSError, subprocess.CalledProcessError) as err:
             # The book still builds; its translator box will say that the
             # runtime is missing (and the browser test fails).
-            print(f"note: could not fetch {PACKAGE}@{VERSION} with npm "
-                  f"({err}); chapter 8's in-browser translator will not "
-                  f"run in this build", file=sys.stderr)
+            print(f"note: could not fetch {package}@{version} with npm "
+                  f"({err}); the in-browser translators will not run in "
+                  f"this build", file=sys.stderr)
             return 0
         tarball = Path(tmp) / printed.strip().splitlines()[-1]
-        if sha256(tarball) != TARBALL_SHA256:
+        if sha256(tarball) != tarball_sha256:
             print(f"{tarball.name}: SHA-256 {sha256(tarball)}, expected "
-                  f"{TARBALL_SHA256}; not installed", file=sys.stderr)
+                  f"{tarball_sha256}; not installed", file=sys.stderr)
             return 1
         unpacked = Path(tmp) / "package"
         unpack(tarball, unpacked)
-        DEST.mkdir(parents=True, exist_ok=True)
-        for name in FILES:
-            shutil.copyfile(unpacked / "dist" / name, DEST / name)
-        shutil.copyfile(unpacked / "package.json", DEST / "package.json")
+        dest.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            shutil.copyfile(unpacked / "dist" / name, dest / name)
+        shutil.copyfile(unpacked / "package.json", dest / "package.json")
     stamp.write_text(json.dumps({
-        "package": PACKAGE, "version": VERSION,
-        "tarball_sha256": TARBALL_SHA256,
-        "files": {f: sha256(DEST / f) for f in FILES}}, indent=1))
-    print(f"fetched {PACKAGE}@{VERSION} into {DEST.relative_to(ROOT)}")
+        "package": package, "version": version,
+        "tarball_sha256": tarball_sha256,
+        "files": {f: sha256(dest / f) for f in files}}, indent=1))
+    print(f"fetched {package}@{version} into {dest.relative_to(ROOT)}")
     return 0
 
 

@@ -148,6 +148,9 @@ def test_the_books_paths_exist_only_in_the_books_sources(tmp_path, monkeypatch):
     root = (tmp_path / "book").resolve()
     assert book_root() == root
     assert page_files_dir() == root / "_extra" / "translator"
+    assert page_files_dir("everyday") == root / "_extra" / "everyday"
+    with pytest.raises(ValueError, match="model must be one of"):
+        page_files_dir("other")
     assert saved_translator_path() == root / "_build" / "translator" / "exported.ckpt"
 
 

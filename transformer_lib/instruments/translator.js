@@ -1,12 +1,15 @@
-// The in-browser translator of transformer_lib.instruments.web: the book's
-// trained model, exported to ONNX by transformer_lib.instruments.export, run
-// by ONNX Runtime Web (WebAssembly) on the reader's machine.  Nothing loads
-// until the first click; then ort.wasm.min.js, its .wasm and the two graphs
-// come from the book's own site: ort/ and translator/ at its root (copied
-// there from _extra/ by Sphinx's html_extra_path).  Greedy decoding, as the
-// library's greedy_decode: the decoder runs on <bos> + the tokens so far and
-// the most likely next token is appended, until <eos> or min(2 S + 5,
-// max_len - 1) steps (S: source tokens with <eos>).
+// The in-browser translator of transformer_lib.instruments.web: a trained
+// model, exported to ONNX by transformer_lib.instruments.export, run by ONNX
+// Runtime Web (WebAssembly) on the reader's machine.  Nothing loads until
+// the first click; then ort.wasm.min.js, its .wasm and the two graphs come
+// from the book's own site: ort/ and the model's folder (translator/ or
+// everyday/) at its root (copied there from _extra/ by Sphinx's
+// html_extra_path).  A model in subwords also loads Hugging Face's
+// tokenizers.js (tokenizers/) and its tokenizer.json, the file Python's
+// tokenizers wrote.  Greedy decoding, as the library's greedy_decode: the
+// decoder runs on <bos> + the tokens so far and the most likely next token
+// is appended, until <eos> or min(2 S + 5, max_len - 1) steps (S: source
+// tokens with <eos>).
 (function () {
   "use strict";
   if (window.tlTranslator) return;
@@ -49,10 +52,10 @@
     });
   }
 
-  let loading = null;  // one load per page, shared by every box
-  function load(base) {
-    if (loading) return loading;
-    loading = (async () => {
+  const loads = new Map();  // one load per model and page, shared by its boxes
+  function load(base, folder) {
+    if (loads.has(folder)) return loads.get(folder);
+    const loading = (async () => {
       if (typeof WebAssembly !== "object") {
         throw new Error("this browser has no WebAssembly, which the " +
                         "translator needs");
@@ -61,19 +64,41 @@
       const ort = window.ort;
       ort.env.wasm.wasmPaths = base + "ort/";
       ort.env.wasm.numThreads = 1;  // no cross-origin isolation needed
-      const dir = base + "translator/";
+      const dir = base + folder + "/";
       const response = await fetch(dir + "translator.json");
       if (!response.ok) throw new Error("translator.json: HTTP " + response.status);
       const config = await response.json();
-      const options = {executionProviders: ["wasm"]};
-      const [encoder, decoder] = await Promise.all([
+      // int8 weights: ONNX Runtime's extended optimisations would fuse each
+      // DequantizeLinear into an integer product (the activations quantised
+      // on the fly); the basic level keeps float32 products, as in PyTorch
+      const options = {executionProviders: ["wasm"],
+                       graphOptimizationLevel: config.weights === "int8" ? "basic" : "all"};
+      const [encoder, decoder, subwords] = await Promise.all([
         ort.InferenceSession.create(dir + "encoder.onnx", options),
-        ort.InferenceSession.create(dir + "decoder_step.onnx", options)]);
-      const srcIndex = new Map(config.src_tokens.map((t, i) => [t, i]));
-      return {ort, config, encoder, decoder, srcIndex};
+        ort.InferenceSession.create(dir + "decoder_step.onnx", options),
+        config.tokenizer === "bpe" ? loadSubwords(base, dir) : null]);
+      const srcIndex = subwords ? null
+        : new Map(config.src_tokens.map((t, i) => [t, i]));
+      return {ort, config, encoder, decoder, srcIndex, subwords};
     })();
-    loading.catch(() => { loading = null; });  // a later click retries
+    loads.set(folder, loading);
+    loading.catch(() => { loads.delete(folder); });  // a later click retries
     return loading;
+  }
+
+  // tokenizers.js and the model's tokenizer.json: text -> piece ids -> text,
+  // as transformer_lib.translation.subwords.SubwordVocab.
+  async function loadSubwords(base, dir) {
+    const [module, response] = await Promise.all([
+      import(base + "tokenizers/tokenizers.min.mjs"), fetch(dir + "tokenizer.json")]);
+    if (!response.ok) throw new Error("tokenizer.json: HTTP " + response.status);
+    const tokenizer = new module.Tokenizer(await response.json(), {});
+    return {
+      encode: text => tokenizer.encode(text, {add_special_tokens: false}).ids,
+      // SubwordVocab.detokenize: special tokens dropped, the leading space too
+      text: ids => tokenizer.decode(ids, {skip_special_tokens: true}).trim(),
+      piece: id => tokenizer.decode([id], {skip_special_tokens: false}),
+    };
   }
 
   function ids64(ort, values) {
@@ -94,13 +119,23 @@
             hidden: [], window: null};
   }
 
-  async function translate(model, sentence, settings) {
-    const {ort, config, encoder, decoder, srcIndex} = model;
-    settings = settings || allOn(config);
+  // A sentence -> its tokens (words, or subword pieces' text) and their ids.
+  function sourceOf(model, sentence) {
+    const {config, srcIndex, subwords} = model;
+    if (subwords) {
+      const ids = subwords.encode(sentence);
+      return {source: ids.map(subwords.piece), ids};
+    }
     const source = tokenize(preprocess(sentence));
+    return {source, ids: source.map(t => srcIndex.has(t) ? srcIndex.get(t)
+                                                         : config.unk_id)};
+  }
+
+  async function translate(model, sentence, settings) {
+    const {ort, config, encoder, decoder, subwords} = model;
+    settings = settings || allOn(config);
+    const {source, ids: srcIds} = sourceOf(model, sentence);
     if (source.length === 0) return {source, empty: true};
-    const srcIds = source.map(t => srcIndex.has(t) ? srcIndex.get(t)
-                                                   : config.unk_id);
     srcIds.push(config.eos_id);
     const S = srcIds.length;
     const L = config.num_blocks, H = config.num_heads;
@@ -143,14 +178,17 @@
       outputs.push(best);
       if (best === config.eos_id) break;
     }
-    const outTokens = outputs.map(i => config.tgt_tokens[i]);
-    const words = [];
+    const label = subwords ? subwords.piece : i => config.tgt_tokens[i];
+    const outTokens = outputs.map(label);
+    const kept = [];
     for (const i of outputs) {  // Vocab.decode
       if (i === config.eos_id) break;
-      if (i !== config.pad_id && i !== config.bos_id) words.push(config.tgt_tokens[i]);
+      if (i !== config.pad_id && i !== config.bos_id) kept.push(i);
     }
-    return {source, unknown: source.filter((t, i) => srcIds[i] === config.unk_id),
-            ids: outputs, tokens: outTokens, text: words.join(" "), cross};
+    const text = subwords ? subwords.text(kept) : kept.map(label).join(" ");
+    return {source, srcIds: srcIds.slice(0, -1),
+            unknown: source.filter((t, i) => srcIds[i] === config.unk_id),
+            ids: outputs, tokens: outTokens, text, cross};
   }
 
   function viewData(result) {
@@ -299,6 +337,7 @@
   window.tlTranslator = function (root, fallbackBase, options) {
     options = options || {};
     const base = siteRoot(fallbackBase);
+    const folder = options.model || "translator";
     const input = root.querySelector(".tl-tr-input");
     const button = root.querySelector(".tl-tr-button");
     const status = root.querySelector(".tl-tr-status");
@@ -315,13 +354,14 @@
       button.disabled = true;
       const started = performance.now();
       try {
-        if (!tokenize(preprocess(input.value)).length) {
+        if (!input.value.trim() || !tokenize(preprocess(input.value)).length) {
           status.textContent = "Type an English sentence first.";
           return;
         }
-        status.textContent = loading ? "Translating…" :
+        status.textContent = loads.has(folder) ? "Translating…" :
           "Loading the model and ONNX Runtime Web (once)…";
-        const model = await load(base);
+        const model = await load(base, folder);
+        root.tlModel = model;  // for the tests: the page's tokenizer
         if (panelBox && !panel) {
           panel = switchPanel(panelBox, model.config, options.ranking, run);
           root.tlSwitches = panel;
@@ -344,7 +384,7 @@
       } catch (err) {
         root.tlError = String(err && err.message || err);
         status.textContent = "The translator could not run here: " + root.tlError +
-          ". It needs the built book's files (ort/ and translator/ at its root); " +
+          ". It needs the built book's files (ort/ and " + folder + "/ at its root); " +
           "in a notebook, call tl.translate instead.";
       } finally {
         button.disabled = false;
@@ -355,6 +395,11 @@
       }
     }
     root.tlRun = run;                // for the tests: translate now
+    // for the tests: the page's ids of many sentences at once (loads the model)
+    root.tlEncode = async texts => {
+      const model = await load(base, folder);
+      return texts.map(t => sourceOf(model, t).ids);
+    };
     root.tlRanking = options.ranking || null;
     button.addEventListener("click", run);
     input.addEventListener("keydown", e => { if (e.key === "Enter") run(); });

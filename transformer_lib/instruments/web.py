@@ -38,13 +38,24 @@ def book_root() -> Path | None:
     return None
 
 
-def page_files_dir() -> Path:
-    """Where the exported model goes for :func:`translator_box`:
-    ``_extra/translator`` of the book, which its build copies to the
-    site's root where the page looks; elsewhere ``translator_web``
-    beside the notebook."""
+MODELS = ("translator", "everyday")  # the page's model folders
+
+
+def _check_model(model) -> str:
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+    return model
+
+
+def page_files_dir(model: str = "translator") -> Path:
+    """Where an exported model goes for :func:`translator_box`:
+    ``_extra/<model>`` of the book, which its build copies to the site's
+    root where the page looks; elsewhere ``<model>_web`` beside the
+    notebook.  ``model``: ``"translator"`` (chapter 8's own model, which
+    chapter 9's switches use) or ``"everyday"`` (the published model)."""
+    _check_model(model)
     root = book_root()
-    return root / "_extra" / "translator" if root else Path("translator_web")
+    return root / "_extra" / model if root else Path(f"{model}_web")
 
 
 def saved_translator_path() -> Path | None:
@@ -81,9 +92,10 @@ class TranslatorBox:
     """The translator as an HTML output (``_repr_html_``)."""
 
     def __init__(self, example: str, base: str, switches: bool = False,
-                 ranking: list | None = None):
+                 ranking: list | None = None, model: str = "translator"):
         self.example, self.base = example, base
         self.switches, self.ranking = switches, ranking
+        self.model = model
 
     def _repr_html_(self) -> str:
         package = files(__package__)
@@ -91,8 +103,10 @@ class TranslatorBox:
                             for name in ("attention_view.js",
                                          "translator.js"))
         base = json.dumps(self.base)
-        options = json.dumps({"ranking": self.ranking}).replace("</", "<\\/")
-        key = f"{self.example}\n{self.base}\n{self.switches}".encode()
+        options = json.dumps({"ranking": self.ranking, "model": self.model}
+                             ).replace("</", "<\\/")
+        key = (f"{self.example}\n{self.base}\n{self.switches}\n"
+               f"{self.model}").encode()
         box_id = "tl-tr-" + hashlib.sha1(key).hexdigest()[:12]
         return (f'{_STYLE}{_BOX_STYLE}<div class="tl-tr" id="{box_id}">'
                 f'<div class="tl-tr-row"><label>English '
@@ -138,11 +152,13 @@ def _checked_ranking(ranking) -> list | None:
 
 
 def translator_box(example: str = "I am cold.", base: str = "../", *,
-                   switches: bool = False,
-                   ranking=None) -> TranslatorBox:
+                   switches: bool = False, ranking=None,
+                   model: str = "translator") -> TranslatorBox:
     """The box, with ``example`` typed in.  ``base``: the folder that holds
-    ``ort/`` and ``translator/``, relative to the page, used when the page
-    does not load Sphinx's ``_static`` folder (whose parent is the root).
+    ``ort/`` and the model's folder, relative to the page, used when the
+    page does not load Sphinx's ``_static`` folder (whose parent is the
+    root).  ``model``: the folder of :func:`page_files_dir` the box
+    translates with.
 
     switches: show the switches of :func:`~transformer_lib.model.intervene`
     (they appear with the first translation, when the model's sizes are
@@ -155,4 +171,5 @@ def translator_box(example: str = "I am cold.", base: str = "../", *,
     ranking = _checked_ranking(ranking)
     if ranking is not None and not switches:
         raise ValueError("ranking is for the switches: pass switches=True")
-    return TranslatorBox(example, base, switches, ranking)
+    return TranslatorBox(example, base, switches, ranking,
+                         _check_model(model))
