@@ -62,19 +62,21 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 
 # jupyter-book's execution cache keys on the notebooks' code only; a change to the library must
 # re-run the chapters too, so the cache is dropped whenever a library file is newer than it (its
-# Python, or the JavaScript that the chapters' boxes carry in their outputs).
+# Python, the JavaScript that the chapters' boxes carry in their outputs, or the published model).
 LIBRARY_STAMP := _build/.library-stamp
-$(LIBRARY_STAMP): $(wildcard transformer_lib/*.py transformer_lib/*/*.py transformer_lib/*/*.js)
+$(LIBRARY_STAMP): $(wildcard transformer_lib/*.py transformer_lib/*/*.py transformer_lib/*/*.js \
+                   transformer_lib/translation/everyday/*)
 	rm -rf _build/.jupyter_cache
 	mkdir -p _build && touch $@
 
-# Chapter 8 writes the exported model into _extra/translator/ when it runs; a cached chapter
-# does not run, so the cache is dropped when those files are missing. ONNX Runtime Web, which
-# the page loads from ort/ (copied from _extra/ort/), is fetched from npm (pinned version and
-# checksum).
+# Chapter 8 writes the exported models into _extra/translator/ and _extra/everyday/ when it runs;
+# a cached chapter does not run, so the cache is dropped when those files are missing. ONNX
+# Runtime Web and tokenizers.js, which the pages load from ort/ and tokenizers/ (copied from
+# _extra/), are fetched from npm (pinned versions and checksums).
 book: setup $(LIBRARY_STAMP)
 	$(PY) scripts/fetch_onnxruntime_web.py
-	@test -f _extra/translator/translator.json || rm -rf _build/.jupyter_cache
+	@test -f _extra/translator/translator.json -a -f _extra/everyday/translator.json || \
+	  rm -rf _build/.jupyter_cache
 	$(VENV)/bin/jupyter-book build . --all -W --keep-going
 
 # The claims matrix: the chapters that assert claims, run on this CPU as it is and imitating a

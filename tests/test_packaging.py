@@ -26,8 +26,9 @@ def test_torch_is_pinned_in_one_place():
 
 
 def test_the_wheel_carries_the_scripts_of_the_viewer_and_the_translator(tmp_path):
-    """Colab installs the package from git, not editable: the viewer's JavaScript must be in the
-    wheel (package data), or attention_view and translator_box fail there."""
+    """Colab installs the package from git, not editable: the viewer's JavaScript and the
+    published translator must be in the wheel (package data), or attention_view,
+    translator_box and load_everyday fail there."""
     import shutil
     import subprocess
     import sys
@@ -43,3 +44,6 @@ def test_the_wheel_carries_the_scripts_of_the_viewer_and_the_translator(tmp_path
     names = zipfile.ZipFile(wheel).namelist()
     assert {"transformer_lib/instruments/attention_view.js",
             "transformer_lib/instruments/translator.js"} <= set(names)
+    # the published translator travels with the package (chapter 8 loads it on Colab)
+    assert {f"transformer_lib/translation/everyday/{name}"
+            for name in ("model.pt", "log.json", "SHA256SUMS")} <= set(names)
