@@ -83,6 +83,7 @@ CONSTANTS = {
     "the paper's Table 3, row (A): BLEU with 1, 4, 8, 16 and 32 heads": {24.9, 25.5, 25.8, 25.4, 32},
     "ViT-Base/16 (Dosovitskiy et al.)": {224, 16, 196, 768, 3072, 12},
     "the largest float16 number": {65504},
+    "the values a byte takes (byte-level BPE starts from them)": {256},
 }
 ALLOWED = set().union(*CONSTANTS.values())
 _NUMBER = re.compile(r"(?<![\w.\\])\d[\d,]*(?:\.\d+)?(?!\w)")
