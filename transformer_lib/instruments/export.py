@@ -13,10 +13,12 @@ inside the graph, so that every product is still float32.  The exported
 model is therefore exactly the PyTorch model with its parameters rounded
 that way: :func:`export_translator` returns that model too, so that its
 translations and its BLEU can be compared with the page's and with the
-original's.  (With int8 weights, ONNX Runtime must run the graphs at its
-basic optimisation level: its extended level fuses each
-``DequantizeLinear`` with its product into an integer product that
-quantises the activations too, which changes the numbers.)
+original's.  (With int8 weights, ONNX Runtime must run the graphs with
+its session option ``session.disable_quant_qdq`` set: otherwise its
+extended optimisations fuse each ``DequantizeLinear`` with its product
+into an integer product that quantises the activations too, which
+changes the numbers; with it, the weights are dequantized once, when the
+graph loads.)
 """
 
 from __future__ import annotations

@@ -68,11 +68,13 @@
       const response = await fetch(dir + "translator.json");
       if (!response.ok) throw new Error("translator.json: HTTP " + response.status);
       const config = await response.json();
-      // int8 weights: ONNX Runtime's extended optimisations would fuse each
+      // int8 weights: without disable_quant_qdq ONNX Runtime would fuse each
       // DequantizeLinear into an integer product (the activations quantised
-      // on the fly); the basic level keeps float32 products, as in PyTorch
-      const options = {executionProviders: ["wasm"],
-                       graphOptimizationLevel: config.weights === "int8" ? "basic" : "all"};
+      // on the fly) or, at its basic level, dequantize at every run; with it
+      // the weights are dequantized once, when the graph loads, and every
+      // product is float32, as in PyTorch
+      const options = {executionProviders: ["wasm"], graphOptimizationLevel: "all",
+                       extra: {session: {disable_quant_qdq: "1"}}};
       const [encoder, decoder, subwords] = await Promise.all([
         ort.InferenceSession.create(dir + "encoder.onnx", options),
         ort.InferenceSession.create(dir + "decoder_step.onnx", options),
