@@ -170,7 +170,7 @@ def cmd_train(args) -> int:
     path = save_checkpoint(args.out, model.cpu(), src_vocab, tgt_vocab,
                            extra)
     if args.log:
-        write_training_log(args.log, recipe=args.recipe,
+        write_training_log(args.log, argv=args.argv, recipe=args.recipe,
                            seed=recipe.train.seed, machine=machine,
                            history=history, started=started,
                            parameters=model.num_parameters(),
@@ -236,6 +236,7 @@ def main(argv=None) -> int:
     from .translation.download import DataError
 
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for --log
     commands = {"train": cmd_train, "translate": cmd_translate,
                 "evaluate": cmd_evaluate, "doctor": cmd_doctor}
     try:

@@ -97,9 +97,12 @@
     const tokenizer = new module.Tokenizer(await response.json(), {});
     return {
       encode: text => tokenizer.encode(text, {add_special_tokens: false}).ids,
-      // SubwordVocab.detokenize: special tokens dropped, the leading space too
-      text: ids => tokenizer.decode(ids, {skip_special_tokens: true}).trim(),
-      piece: id => tokenizer.decode([id], {skip_special_tokens: false}),
+      // SubwordVocab.detokenize: special tokens dropped, the leading space too;
+      // no "clean-up" (it would drop the space French puts before ? and !)
+      text: ids => tokenizer.decode(ids, {skip_special_tokens: true,
+                                          clean_up_tokenization_spaces: false}).trim(),
+      piece: id => tokenizer.decode([id], {skip_special_tokens: false,
+                                           clean_up_tokenization_spaces: false}),
     };
   }
 

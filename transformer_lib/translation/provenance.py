@@ -9,7 +9,6 @@ import json
 import os
 import platform
 import re
-import sys
 import time
 from importlib import metadata
 from pathlib import Path
@@ -95,12 +94,13 @@ def history_record(history) -> dict:
     }
 
 
-def write_training_log(path, *, recipe: str, seed: int, machine: dict,
-                       history, parameters: int, started: str,
+def write_training_log(path, *, argv, recipe: str, seed: int,
+                       machine: dict, history, parameters: int, started: str,
                        processes: int = 1) -> Path:
-    """Write the record of one training run to ``path`` (JSON)."""
+    """Write the record of one training run to ``path`` (JSON); ``argv``:
+    the command line's arguments after ``python -m transformer_lib``."""
     record = {
-        "command": " ".join(["python -m transformer_lib"] + sys.argv[1:]),
+        "command": " ".join(["python -m transformer_lib", *argv]),
         "recipe": recipe, "seed": seed, "processes": processes,
         "parameters": parameters,
         "started": started,
