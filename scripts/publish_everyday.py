@@ -11,7 +11,6 @@ BUILD _build/everyday, DEST transformer_lib/translation/everyday)
 
 from __future__ import annotations
 
-import gzip
 import json
 import sys
 import tempfile
@@ -19,11 +18,6 @@ from pathlib import Path
 
 TOLERANCE = 0.5   # BLEU points (multi-reference, greedy) below float32's
 FORMATS = ("int8", "float16", "float32")  # smallest first
-
-
-def gzip_bytes(path) -> int:
-    """What a static host that compresses sends (gzip, level 6)."""
-    return len(gzip.compress(Path(path).read_bytes(), 6))
 
 
 def main(build: Path, dest: Path) -> int:
@@ -57,7 +51,7 @@ def main(build: Path, dest: Path) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             exported = export_translator(model, vocab, vocab, tmp,
                                          weights=name)
-            gz = sum(gzip_bytes(Path(tmp) / f) for f in exported.files)
+            gz = exported.gzip_bytes
         measured[name] = {"greedy_bleu_single": round(score.single, 2),
                           "greedy_bleu_multi": round(score.multi, 2),
                           "page_bytes": exported.total_bytes,

@@ -22,9 +22,9 @@ def test_a_wrong_data_folder_is_named_with_the_fix(tmp_path, capsys):
 
 def test_mismatched_widget_front_end_says_what_to_install(monkeypatch):
     versions = {"ipywidgets": "8.1.5", "jupyterlab_widgets": "1.1.11"}
-    monkeypatch.setattr(doc, "_version", versions.get)
+    monkeypatch.setattr(doc, "package_version", versions.get)
     check = doc.check_frontend()
     assert not check.ok and "jupyterlab_widgets==3.*" in check.fix
-    monkeypatch.setattr(doc, "_version", {"ipywidgets": "8.1.5"}.get)
+    monkeypatch.setattr(doc, "package_version", {"ipywidgets": "8.1.5"}.get)
     check = doc.check_frontend()
     assert not check.ok and "jupyterlab" in check.fix

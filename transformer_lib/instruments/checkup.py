@@ -8,10 +8,11 @@ One line per check, ``ok`` or ``!!`` with the reason and what to do.
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import sys
 from dataclasses import dataclass
+
+from ..translation.provenance import package_version
 
 MIN_PYTHON = (3, 10)
 MIN_TORCH = (2, 3)
@@ -28,13 +29,6 @@ class Check:
         mark = "ok" if self.ok else "!!"
         fix = f" -- {self.fix}" if self.fix else ""
         return f"{mark}  {self.name:<10} {self.detail}{fix}"
-
-
-def _version(package: str) -> str | None:
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
 
 
 def _major_minor(version: str) -> tuple[int, int]:
@@ -85,7 +79,7 @@ def check_device() -> Check:
 def check_widgets() -> Check:
     """ipywidgets, and whether figures with controls are precomputed
     (static) or redrawn by the kernel (live)."""
-    version = _version("ipywidgets")
+    version = package_version("ipywidgets")
     if version is None:
         return Check("widgets", False, "ipywidgets is not installed",
                      "pip install 'ipywidgets>=7.6,<9'")
@@ -97,10 +91,10 @@ def check_widgets() -> Check:
 
 def check_frontend() -> Check:
     """Whether an installed Jupyter front-end can render the widgets."""
-    ipywidgets = _version("ipywidgets")
-    if "google.colab" in sys.modules or _version("google-colab"):
+    ipywidgets = package_version("ipywidgets")
+    if "google.colab" in sys.modules or package_version("google-colab"):
         return Check("front-end", True, "Colab renders the widgets itself")
-    lab, classic = _version("jupyterlab_widgets"), _version(
+    lab, classic = package_version("jupyterlab_widgets"), package_version(
         "widgetsnbextension")
     if ipywidgets and lab:
         # jupyterlab_widgets 1.x goes with ipywidgets 7, 3.x with 8

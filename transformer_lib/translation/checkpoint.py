@@ -94,13 +94,14 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab,
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     scales = {}
     if weights == "int8":
-        # a tied matrix appears under several names: stored once
+        # a tied matrix appears under several names: stored under its first
         params = dict(model.named_parameters())
-        for name in list(state):
-            if name in params and int8_quantizable(name, state[name]):
+        every_name = dict(model.named_parameters(remove_duplicate=False))
+        for name in set(every_name) - set(params):
+            del state[name]
+        for name in params:
+            if int8_quantizable(name, state[name]):
                 state[name], scales[name] = quantize_int8(state[name])
-            elif name not in params and _is_tied_copy(model, name):
-                del state[name]
     payload = {
         "format": FORMAT_VERSION,
         "model": kind,
@@ -113,15 +114,6 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab,
     if scales:
         payload["int8_scales"] = scales
     return save_atomically(payload, path)
-
-
-def _is_tied_copy(model, name: str) -> bool:
-    """Whether state-dict entry ``name`` is a parameter that
-    ``named_parameters`` lists under another name (a tied weight)."""
-    module_name, _, attr = name.rpartition(".")
-    module = model.get_submodule(module_name) if module_name else model
-    tensor = module._parameters.get(attr)
-    return tensor is not None
 
 
 def save_atomically(payload, path) -> Path:

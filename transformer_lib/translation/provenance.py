@@ -46,7 +46,8 @@ def matmul_gflops(dtype=torch.float32, size: int = 2048,
     return 2 * size ** 3 / best / 1e9
 
 
-def _version(package: str) -> str | None:
+def package_version(package: str) -> str | None:
+    """The installed version of ``package``, None when it is missing."""
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
@@ -64,7 +65,7 @@ def machine_record(device) -> dict:
         "device": str(device),
         "python": platform.python_version(),
         "torch": torch.__version__,
-        "tokenizers": _version("tokenizers"),
+        "tokenizers": package_version("tokenizers"),
         "platform": platform.platform(),
     }
     if device.type == "cuda":

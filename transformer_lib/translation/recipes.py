@@ -63,20 +63,15 @@ class Recipe:
             return self.with_train(epochs=self.float32_epochs)
         return self
 
-    def load_data(self, data_dir=None, *, vocab=None):
+    def load_data(self, data_dir=None):
         """``(split, src_vocab, tgt_vocab)`` for this recipe's subset.
 
         ``d2l`` keeps d2l's own split and builds the vocabularies from all
         641 pairs, as d2l does; the other subsets use the grouped split and
-        training-set vocabularies.  ``vocab``: for a ``"bpe"`` recipe, a
-        subword vocabulary to use instead of learning one (e.g. the
-        published model's, which is the one this recipe learns).
+        training-set vocabularies.
         """
         if self.tokenizer == "bpe":
-            return self._load_subwords(data_dir, vocab)
-        if vocab is not None:
-            raise ValueError("vocab is for a recipe in subwords "
-                             "(tokenizer='bpe')")
+            return self._load_subwords(data_dir)
         pairs = load_pairs(self.subset, data_dir)
         if self.subset == "d2l":
             split, vocab_pairs = d2l_split(pairs), pairs
@@ -105,19 +100,14 @@ class Recipe:
                              num_val_sources=self.num_val_sources,
                              test_sources=forced)
 
-    def _load_subwords(self, data_dir=None, vocab=None):
+    def _load_subwords(self, data_dir=None):
         """:meth:`raw_split`, a BPE vocabulary learnt from both sides of
-        the training pairs (or ``vocab``), and every pair and reference in
-        its pieces."""
+        the training pairs, and every pair and reference in its pieces."""
         from .subwords import SubwordVocab
 
         split = self.raw_split(data_dir)
-        if vocab is None:
-            vocab = SubwordVocab.train([text for pair in split.train
-                                        for text in pair], self.vocab_size)
-        elif not isinstance(vocab, SubwordVocab):
-            raise TypeError(f"vocab must be a SubwordVocab, got "
-                            f"{type(vocab).__name__}")
+        vocab = SubwordVocab.train([text for pair in split.train
+                                    for text in pair], self.vocab_size)
 
         split.train = in_pieces(split.train, vocab)
         split.val = in_pieces(split.val, vocab)
