@@ -1,10 +1,12 @@
 """Incremental decoding with the key/value cache equals full-sequence decoding."""
 
+import copy
+
 import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.translation.decoding import length_penalty
+from transformer_lib.translation.decoding import greedy_decode_uncached, length_penalty
 
 SRC_VOCAB, TGT_VOCAB = 40, 35
 
@@ -134,3 +136,80 @@ def test_beam_search_divides_by_the_length_penalty(model):
         last = steps[-1]
         best = (last.scores / length_penalty(last.lengths, alpha)).argmax(dim=1)
         assert torch.equal(out, last.tokens[torch.arange(3), best, 1:])
+
+
+@pytest.fixture
+def drawn_to_specials(model):
+    """The model, with its output layer's bias pushing <pad> (0) and <bos> (1) far above every
+    other token: a decoder that did not keep them out would write nothing else."""
+    model = copy.deepcopy(model)
+    with torch.no_grad():
+        model.decoder.dense.bias[[0, 1]] += 100.0
+    return model
+
+
+def test_decoders_never_write_pad_or_bos(drawn_to_specials):
+    model = drawn_to_specials
+    src, lens = torch.randint(4, SRC_VOCAB, (3, 5)), torch.tensor([5, 3, 1])
+    args = dict(bos_id=1, eos_id=2, max_len=8)
+    outputs = {
+        "greedy": tl.greedy_decode(model, src, lens, pad_id=0, **args),
+        "greedy, no cache": tl.greedy_decode(model, src, lens, pad_id=0, use_cache=False, **args),
+        "uncached": greedy_decode_uncached(model, src, lens, pad_id=0, **args),
+        "beam 3": tl.beam_search(model, src, lens, pad_id=0, beam_size=3, **args),
+    }
+    for name, out in outputs.items():
+        assert not ((out == 0) | (out == 1)).any(), name
+    # the same choice as the largest logit among the other tokens
+    with torch.no_grad():
+        first = model.decoder.decode(torch.ones(3, 1, dtype=torch.long),
+                                     model.encoder.encode(src, lens), lens)[:, -1]
+    assert torch.equal(outputs["greedy"][:, 0], first[:, 2:].argmax(-1) + 2)
+    # without pad_id only <bos> is kept out, and <pad> is what the biased model writes
+    assert (tl.greedy_decode(model, src, lens, **args) == 0).all()
+
+
+def test_beam_scores_stay_the_models_log_probabilities(drawn_to_specials):
+    # <pad> and <bos> are set to -inf after the softmax: the other tokens keep their
+    # log-probabilities, so a kept prefix's score is its log-probability under the model
+    model = drawn_to_specials
+    src, lens = torch.randint(4, SRC_VOCAB, (1, 4)), torch.tensor([4])
+    steps = []
+    tl.beam_search(model, src, lens, bos_id=1, eos_id=2, pad_id=0, max_len=1, beam_size=2,
+                   on_step=steps.append)
+    [step] = steps
+    with torch.no_grad():
+        logits = model.decoder.decode(torch.ones(1, 1, dtype=torch.long),
+                                      model.encoder.encode(src, lens), lens)[0, -1]
+    expected = logits.float().log_softmax(-1)
+    assert torch.isinf(step.candidates[0, 0, :2]).all()
+    torch.testing.assert_close(step.candidates[0, 0, 2:], expected[2:])
+    assert step.scores[0, 0] < -50       # the specials took nearly all the probability
+
+
+def test_decode_ids_batches_beams_by_rows(model, monkeypatch):
+    import importlib
+
+    from transformer_lib.translation import Vocab
+    from transformer_lib.translation.translate import decode_ids
+
+    translate = importlib.import_module("transformer_lib.translation.translate")
+
+    words = [f"w{i}" for i in range(SRC_VOCAB - 4)]
+    vocab = Vocab([words])
+    sources = [words[i:i + 1 + i % 5] for i in range(12)]
+    calls = []
+
+    def watched(model, src, *args, **kwargs):
+        calls.append(src.shape[0])
+        return tl.beam_search(model, src, *args, **kwargs)
+
+    monkeypatch.setattr(translate, "beam_search", watched)
+    args = dict(beam_size=4, max_len=6)
+    out = decode_ids(model, sources, vocab, vocab, batch_size=16, **args)
+    assert calls == [4, 4, 4]                    # 16 rows: 4 sources x 4 beams per call
+    assert out == decode_ids(model, sources, vocab, vocab, batch_size=400, **args)
+    with pytest.raises(ValueError, match="beam_size"):
+        decode_ids(model, sources, vocab, vocab, beam_size=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        decode_ids(model, sources, vocab, vocab, batch_size=0)

@@ -172,6 +172,46 @@ def test_a_clear_message_when_the_translator_cannot_run(translator_page, failure
     assert not _ours(page_errors), page_errors
 
 
+def test_the_page_never_writes_pad_or_bos(translator_page, tmp_path):
+    """A small model whose output layer pushes <pad> and <bos> far above every other token,
+    served in place of chapter 8's: the page writes what greedy_decode writes, neither of them
+    (an argmax over every id would write nothing else)."""
+    import torch
+
+    import transformer_lib as tl
+    from transformer_lib.instruments import export_translator
+    from transformer_lib.translation import Vocab
+    from transformer_lib.translation.translate import decode_ids
+
+    server, routes, page, received, errors = translator_page
+    vocab = Vocab(["i am he is here . a cat sleeps".split()])
+    torch.manual_seed(0)
+    model = tl.Transformer(tl.TransformerConfig(
+        len(vocab), len(vocab), num_hiddens=16, ffn_num_hiddens=32, num_heads=2,
+        num_enc_blks=1, num_dec_blks=1, max_len=32)).eval()
+    with torch.no_grad():
+        model.decoder.dense.bias[[vocab.pad, vocab.bos]] += 100.0
+    export_translator(model, vocab, vocab, tmp_path, weights="float32")
+    files = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def serve(route):
+        name = route.request.url.rsplit("/", 1)[-1]
+        route.fulfill(status=200 if name in files else 404, body=files.get(name, b""))
+
+    other = page.context.new_page()
+    other.route("**/everyday/*", serve)
+    try:
+        other.goto(server.url + PAGE, wait_until="networkidle")
+        state, _ = _translate(other, other.locator(".tl-tr"), "I am here.")
+    finally:
+        other.close()
+    assert state["error"] is None, state["error"]
+    ids = state["result"]["ids"]
+    [want] = decode_ids(model, [["i", "am", "here", "."]], vocab, vocab)
+    assert ids == want
+    assert ids and not {vocab.pad, vocab.bos} & set(ids)
+
+
 # Chapter 9's box has the switches of tl.intervene (heads, hidden words, the encoder's window).
 SWITCH_PAGE = "notebooks/09_experiments.html"
 NUM_SWITCHED = 30

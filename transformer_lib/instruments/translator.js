@@ -8,8 +8,8 @@
 // tokenizers.js (tokenizers/) and its tokenizer.json, the file Python's
 // tokenizers wrote.  Greedy decoding, as the library's greedy_decode: the
 // decoder runs on <bos> + the tokens so far and the most likely next token
-// is appended, until <eos> or min(2 S + 5, max_len - 1) steps (S: source
-// tokens with <eos>).
+// (never <pad> or <bos>) is appended, until <eos> or min(2 S + 5,
+// max_len - 1) steps (S: source tokens with <eos>).
 (function () {
   "use strict";
   if (window.tlTranslator) return;
@@ -169,8 +169,12 @@
                                         cross_gate: gate(settings.gates.cross),
                                         hidden});
       const logits = result.logits.data;
-      let best = 0;
-      for (let v = 1; v < logits.length; v++) if (logits[v] > logits[best]) best = v;
+      // greedy_decode's choice: the largest logit, never <pad> or <bos>
+      let best = -1;
+      for (let v = 0; v < logits.length; v++) {
+        if (v === config.pad_id || v === config.bos_id) continue;
+        if (best < 0 || logits[v] > logits[best]) best = v;
+      }
       const w = result.cross.data, step = [];
       for (let l = 0; l < L; l++) {
         const heads = [];

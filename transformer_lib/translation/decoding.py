@@ -1,8 +1,10 @@
 """Generating target sequences from a trained encoder-decoder.
 
-Both functions check their inputs once, then call the model's unchecked
-``encoder.encode`` once and ``decoder.decode`` once per step.  For the
-attention weights behind a translation, see
+The decoders check their inputs once, then run the model unchecked, one
+call per step.  None of them writes ``bos_id`` (it only starts the
+decoder's input) or ``pad_id`` (it only fills batches): their scores are
+set to -inf before choosing.  For the attention weights behind a
+translation, see
 :func:`transformer_lib.translation.translate.translate_with_attention`.
 """
 
@@ -16,6 +18,12 @@ import torch
 
 from .._checks import check_positive_int, check_tensor
 from ..model import DecoderOnlyTransformer, training_mode
+
+
+def never_written(bos_id: int, pad_id: int | None) -> list[int]:
+    """The ids a decoder never chooses: ``<bos>``, and ``<pad>`` if
+    given."""
+    return [bos_id] if pad_id is None else [bos_id, pad_id]
 
 
 def _check_decoding(model, src, src_valid_lens, max_len, token_ids):
@@ -32,12 +40,13 @@ def _check_decoding(model, src, src_valid_lens, max_len, token_ids):
 @torch.no_grad()
 def greedy_decode(model, src, src_valid_lens=None, *, bos_id: int,
                   max_len: int, eos_id: int | None = None,
-                  use_cache: bool = True):
+                  pad_id: int | None = None, use_cache: bool = True):
     """Pick the most likely next token, ``max_len`` times (or until every
     row has emitted ``eos_id``).
 
     model: an :class:`~transformer_lib.model.EncoderDecoder`.
     src ``(B, S)`` ids, src_valid_lens ``(B,)``.
+    bos_id, pad_id: never chosen (``pad_id=None``: only ``bos_id``).
     use_cache: feed one new token per step and reuse the cached keys and
     values (O(T) layer calls), or re-run the decoder on the whole prefix
     every step (O(T^2)); both give the same tokens.
@@ -45,7 +54,8 @@ def greedy_decode(model, src, src_valid_lens=None, *, bos_id: int,
     ``bos_id``; after a row's ``eos_id`` it holds ``eos_id`` again.
     """
     _check_decoding(model, src, src_valid_lens, max_len,
-                    dict(bos_id=bos_id, eos_id=eos_id))
+                    dict(bos_id=bos_id, eos_id=eos_id, pad_id=pad_id))
+    never = never_written(bos_id, pad_id)
     with training_mode(model, False):
         memory = model.encoder.encode(src, src_valid_lens)
         B = src.shape[0]
@@ -57,7 +67,9 @@ def greedy_decode(model, src, src_valid_lens=None, *, bos_id: int,
             step_input = tokens[:, -1:] if use_cache else tokens
             logits = model.decoder.decode(step_input, memory,
                                           src_valid_lens, cache=cache)
-            next_token = logits[:, -1].argmax(dim=-1)  # (B,)
+            logits = logits[:, -1]                     # (B, V)
+            logits[:, never] = float("-inf")           # <bos>, <pad>
+            next_token = logits.argmax(dim=-1)         # (B,)
             if eos_id is not None:
                 next_token = next_token.masked_fill(finished, eos_id)
                 finished |= next_token == eos_id
@@ -70,7 +82,8 @@ def greedy_decode(model, src, src_valid_lens=None, *, bos_id: int,
 
 @torch.no_grad()
 def greedy_decode_uncached(model, src, src_valid_lens=None, *, bos_id: int,
-                           max_len: int, eos_id: int | None = None):
+                           max_len: int, eos_id: int | None = None,
+                           pad_id: int | None = None):
     """:func:`greedy_decode` through ``model.logits(src, tgt,
     src_valid_lens)`` alone, run on the whole answer so far at every
     step: no cache, so any model with that method decodes, an
@@ -80,7 +93,8 @@ def greedy_decode_uncached(model, src, src_valid_lens=None, *, bos_id: int,
     for :func:`greedy_decode`.
     """
     _check_decoding(model, src, src_valid_lens, max_len,
-                    dict(bos_id=bos_id, eos_id=eos_id))
+                    dict(bos_id=bos_id, eos_id=eos_id, pad_id=pad_id))
+    never = never_written(bos_id, pad_id)
     if isinstance(model, DecoderOnlyTransformer):
         positions = src.shape[1] + max_len - 1   # at the last step
         if positions > model.config.max_len:
@@ -94,7 +108,9 @@ def greedy_decode_uncached(model, src, src_valid_lens=None, *, bos_id: int,
     with training_mode(model, False):
         for _ in range(max_len):
             logits = model.logits(src, tokens, src_valid_lens)  # (B, t, V)
-            next_token = logits[:, -1].argmax(dim=-1)           # (B,)
+            logits = logits[:, -1]                              # (B, V)
+            logits[:, never] = float("-inf")          # <bos>, <pad>
+            next_token = logits.argmax(dim=-1)                  # (B,)
             if eos_id is not None:
                 next_token = next_token.masked_fill(finished, eos_id)
                 finished |= next_token == eos_id
@@ -153,8 +169,9 @@ class BeamStep:
 
 @torch.no_grad()
 def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
-                eos_id: int, max_len: int, beam_size: int = 4,
-                length_penalty: float = 0.6, on_step=None):
+                eos_id: int, max_len: int, pad_id: int | None = None,
+                beam_size: int = 4, length_penalty: float = 0.6,
+                on_step=None):
     """Keep the ``beam_size`` most probable prefixes at every step; return
     the best one when every kept prefix has emitted ``eos_id``, or after
     ``max_len`` steps (then unfinished prefixes compete too).
@@ -166,13 +183,17 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
     translations are not lost merely for having more factors below 1.
     Batched (``B`` sources x ``beam_size`` beams in one decoder call) and
     key/value-cached.  With ``beam_size=1`` this is greedy decoding.
+    ``bos_id`` and ``pad_id`` (if given) are never chosen: their
+    log-probabilities are set to -inf after the softmax, so that a kept
+    prefix's score stays its log-probability under the model.
     Returns ``(B, n)`` ids without ``bos_id``; after ``eos_id`` a row holds
     ``eos_id`` again.  ``on_step``, if given, is called with a
     :class:`BeamStep` after every step (to watch the search).
     """
     _check_decoding(model, src, src_valid_lens, max_len,
-                    dict(bos_id=bos_id, eos_id=eos_id))
+                    dict(bos_id=bos_id, eos_id=eos_id, pad_id=pad_id))
     check_positive_int("beam_size", beam_size)
+    never = never_written(bos_id, pad_id)
     _check_alpha("length_penalty", length_penalty)
     B, k = src.shape[0], beam_size
     device = src.device
@@ -194,6 +215,7 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
             logits = model.decoder.decode(tokens[:, -1:], memory, lens,
                                           cache=cache)[:, -1]
             log_probs = torch.log_softmax(logits.float(), dim=-1)  # (Bk, V)
+            log_probs[:, never] = float("-inf")           # <bos>, <pad>
             V = log_probs.shape[-1]
             # A finished beam may only repeat eos, at no cost: its score
             # stays fixed.

@@ -104,7 +104,8 @@ def reversal_run(model, task: ReversalTask, config: TrainConfig,
     decode = (greedy_decode if isinstance(model, EncoderDecoder)
               else greedy_decode_uncached)
     answers = decode(model, test.src, test.src_valid_lens, bos_id=vocab.bos,
-                     eos_id=vocab.eos, max_len=task.max_digits + 1)
+                     eos_id=vocab.eos, pad_id=vocab.pad,
+                     max_len=task.max_digits + 1)
     right = exact_matches(answers, test.tgt_out)
     return ReversalResult(right.float().mean().item(),
                           history.validation[-1].loss,

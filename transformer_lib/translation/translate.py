@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .._checks import check_positive_int
 from .bleu import bleu, corpus_bleu
 from .data import Vocab, encode_source, pad_batch
 from .decoding import beam_search, greedy_decode
@@ -79,16 +80,24 @@ def decode_ids(model, sources, src_vocab: Vocab, tgt_vocab: Vocab, *,
     up to and with its first ``<eos>`` (without it if ``with_eos`` is
     False), or all of them if none came.
 
+    ``batch_size``: the decoder's rows per call, sources times beams
+    (``batch_size // beam_size`` sources at a time, at least one): a
+    beam's ``(rows, V)`` scores stay small enough to be fast on a CPU.
+
     ``hide``: one entry per source, ``None`` or the position of a source
     token that no attention may see while that source is translated
     (:func:`~transformer_lib.model.intervene`'s ``hidden``)."""
+    check_positive_int("beam_size", beam_size)
+    check_positive_int("batch_size", batch_size)
     device = _model_device(model)
     if hide is not None:
         _check_hide(hide, sources)
     results = [None] * len(sources)
     config_max_len = getattr(getattr(model, "config", None), "max_len", None)
-    ids = dict(bos_id=tgt_vocab.bos, eos_id=tgt_vocab.eos)
-    for idx, src, lens in _batches(sources, src_vocab, batch_size, device):
+    ids = dict(bos_id=tgt_vocab.bos, eos_id=tgt_vocab.eos,
+               pad_id=tgt_vocab.pad)
+    per_call = max(1, batch_size // beam_size)   # sources
+    for idx, src, lens in _batches(sources, src_vocab, per_call, device):
         steps = max_len or 2 * src.shape[1] + 5
         if config_max_len:
             steps = min(steps, config_max_len - 1)
