@@ -17,6 +17,8 @@ def _bare_mtfraeng(d2l):
 def test_preprocess_equals_d2l(d2l, raw_text):
     head = raw_text[:200_000] + "Hello,world!Really?\u202fYes\xa0no."
     assert preprocess(head) == _bare_mtfraeng(d2l)._preprocess(head)
+    for odd in [".start", "a!!?", " , ", "x\n.y", "\t!", "é.Ü,", "", "?", "..."]:
+        assert preprocess(odd) == _bare_mtfraeng(d2l)._preprocess(odd), odd
 
 
 def test_parse_pairs_equals_d2l_tokenize(d2l, raw_text):
