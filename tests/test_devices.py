@@ -1,0 +1,99 @@
+"""The lines that choose a device and a precision, run on the CPU with stand-ins for a GPU.
+
+No GPU has run the library yet (README, "Runs on a GPU only"). What a GPU changes before any
+CUDA kernel runs is a handful of decisions: which device ``pick_device`` picks, what "auto"
+precision means there (bf16, or float16 with loss scaling on a T4), what the doctor reports, and
+the CUDA generator's state in a training checkpoint. These tests take those branches with torch's
+CUDA queries replaced by stand-ins: a T4 (no bf16) and an A100 (bf16)."""
+
+import pytest
+import torch
+
+from transformer_lib.instruments import checkup
+from transformer_lib.translation import training
+from transformer_lib.translation.training import (History, TrainConfig, autocast_dtype,
+                                                  make_optimizer, pick_device,
+                                                  save_training_state)
+
+CUDA = torch.device("cuda")   # a device object; nothing runs on it
+
+
+@pytest.fixture
+def gpu(monkeypatch):
+    """torch believes a CUDA GPU is there; ``gpu(bf16=...)`` says which kind."""
+    monkeypatch.delenv("TRANSFORMER_LIB_PRECISION", raising=False)
+
+    def lend(bf16: bool, name: str = "stand-in GPU"):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: bf16)
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a, **k: name)
+    return lend
+
+
+def test_pick_device_prefers_cuda_then_mps_then_the_cpu(monkeypatch, gpu):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert pick_device() == torch.device("cpu")
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert pick_device() == torch.device("mps")
+    gpu(bf16=False)
+    assert pick_device() == CUDA
+    assert pick_device("cpu") == torch.device("cpu")          # a named device wins
+
+
+@pytest.mark.parametrize("bf16, expected", [(False, torch.float16), (True, torch.bfloat16)],
+                         ids=["T4: float16, loss scaling", "A100: bf16"])
+def test_auto_precision_on_a_gpu(gpu, bf16, expected):
+    gpu(bf16=bf16)
+    assert autocast_dtype("auto", CUDA) is expected
+    assert autocast_dtype("float32", CUDA) is None            # an explicit choice stays
+    # fit scales the loss exactly where the products run in float16
+    scaler = torch.amp.GradScaler("cpu", enabled=autocast_dtype("auto", CUDA) is torch.float16)
+    assert scaler.is_enabled() == (not bf16)
+
+
+def test_auto_precision_on_a_cpu_without_native_bf16(monkeypatch):
+    monkeypatch.delenv("TRANSFORMER_LIB_PRECISION", raising=False)
+    monkeypatch.setattr(training, "cpu_has_native_bf16", lambda: False)
+    assert autocast_dtype("auto", torch.device("cpu")) is None   # float32, as on a Zen 3
+    assert autocast_dtype("auto", torch.device("mps")) is None
+
+
+def test_the_doctor_names_the_gpu_and_its_precision(gpu, monkeypatch):
+    gpu(bf16=False, name="Tesla T4")
+    check = checkup.check_device()
+    assert check.ok and check.detail == "cuda: fit trains in float16 autocast on Tesla T4"
+    gpu(bf16=True, name="NVIDIA A100")
+    assert checkup.check_device().detail == "cuda: fit trains in bfloat16 autocast on NVIDIA A100"
+    monkeypatch.setenv("TRANSFORMER_LIB_PRECISION", "float32")
+    assert checkup.check_device().detail == (
+        "cuda: fit trains in float32 (forced by $TRANSFORMER_LIB_PRECISION)")
+
+
+def test_a_training_state_on_a_gpu_keeps_the_cuda_generator(tmp_path, monkeypatch):
+    cuda_state = torch.arange(16, dtype=torch.uint8)
+    monkeypatch.setattr(torch.cuda, "get_rng_state", lambda device=None: cuda_state)
+    model = torch.nn.Linear(3, 2)
+    config = TrainConfig(epochs=1, device="cpu")
+    optimizer = make_optimizer(model, config)
+    scaler = torch.amp.GradScaler("cpu", enabled=True)
+    path = tmp_path / "run.state"
+    save_training_state(path, model, optimizer, scaler, config, step=0, epoch=0, running=0.0,
+                        running_steps=0, history=History(), device=CUDA)
+    saved = torch.load(path, weights_only=True)
+    assert torch.equal(saved["cuda_rng"], cuda_state)
+    assert saved["scaler"]["scale"] == scaler.get_scale()
+
+
+def test_adamw_without_a_fused_kernel_falls_back_to_the_loop(monkeypatch):
+    # a device whose torch has no fused AdamW (MPS in older releases) refuses fused=True
+    real = torch.optim.AdamW
+
+    def no_fused(params, fused=None, **options):
+        if fused:
+            raise RuntimeError("fused=True is not supported on this device")
+        return real(params, **options)
+    monkeypatch.setattr(torch.optim, "AdamW", no_fused)
+    optimizer = make_optimizer(torch.nn.Linear(3, 2), TrainConfig(lr=1e-3, device="cpu"))
+    assert isinstance(optimizer, real) and not optimizer.defaults["fused"]
+    assert optimizer.defaults["lr"] == 1e-3
