@@ -51,8 +51,9 @@ $(PY):
 # --no-compile instead, and Python writes the bytecode of each module the first time a process
 # imports it: the first chapter's kernel compiles what the kernels import (about 2 s), and the
 # others reuse it. That needs Python allowed to write it, so the build and the tests run without
-# PYTHONDONTWRITEBYTECODE, which some machines set (CI's among them): with it every kernel
-# compiled torch again. 15 s less than compiling all with compileall, 25 s less than pip's.
+# PYTHONDONTWRITEBYTECODE, which this project's machines set: with it every kernel compiled
+# torch again. A fresh clone's set-up took 32 and 40 s so, against 58 s with compileall on
+# every core and 73 s with pip's compiling.
 unexport PYTHONDONTWRITEBYTECODE
 
 $(STAMP): requirements.txt pyproject.toml | $(PY)
