@@ -193,8 +193,8 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
     _check_decoding(model, src, src_valid_lens, max_len,
                     dict(bos_id=bos_id, eos_id=eos_id, pad_id=pad_id))
     check_positive_int("beam_size", beam_size)
-    never = never_written(bos_id, pad_id)
     _check_alpha("length_penalty", length_penalty)
+    never = never_written(bos_id, pad_id)
     B, k = src.shape[0], beam_size
     device = src.device
     with training_mode(model, False):
