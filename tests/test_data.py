@@ -1,5 +1,7 @@
 """Preprocessing, vocabularies, subsets, the grouped split and the batches."""
 
+import gc
+
 import pytest
 import torch
 
@@ -37,6 +39,23 @@ def test_subset_sizes(data_dir):
     assert len(load_pairs("full", data_dir)) == 167_130
     with pytest.raises(ValueError, match="subset"):
         load_pairs("tiny", data_dir)
+
+
+def test_parsing_and_splitting_leave_the_cycle_collector_as_they_found_it(data_dir):
+    # they pause it while they build their lists (a speed-up, no result changes)
+    pairs = [(["a", str(i)], ["b"]) for i in range(50)]
+    enabled = gc.isenabled()
+    try:
+        for state in (True, False):
+            (gc.enable if state else gc.disable)()
+            load_pairs("basic", data_dir)
+            grouped_split(pairs, num_test_sources=5, num_val_sources=5)
+            assert gc.isenabled() is state
+            with pytest.raises(ValueError):       # an error on the way out too
+                grouped_split(pairs, num_test_sources=50, num_val_sources=5)
+            assert gc.isenabled() is state
+    finally:
+        (gc.enable if enabled else gc.disable)()
 
 
 def test_d2l_subset_vocabulary_has_d2ls_tokens(d2l, raw_text, data_dir):

@@ -133,7 +133,7 @@ class LiveLossPlot:
     """
 
     def __init__(self, label: str, finished: dict | None = None, *,
-                 every_seconds: float = 5.0):
+                 every_seconds: float = 10.0):
         self.label, self.finished = label, dict(finished or {})
         self.every_seconds = every_seconds
         self.handle, self.last_draw, self.draws = None, float("-inf"), 0

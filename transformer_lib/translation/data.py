@@ -196,9 +196,11 @@ def load_pairs(subset: str = "basic", data_dir=None) -> list[Pair]:
     raw = read_fra_eng(data_dir)
     if subset == "d2l":
         return parse_pairs(raw, max_lines=D2L_NUM_TRAIN + D2L_NUM_VAL)
-    pairs = parse_pairs(raw)
-    if subset == "basic":
-        pairs = [(s, t) for s, t in pairs if _is_basic(s, t)]
+    # the whole file's lists are freed before collection resumes
+    with _no_collection():
+        pairs = parse_pairs(raw)
+        if subset == "basic":
+            pairs = [(s, t) for s, t in pairs if _is_basic(s, t)]
     return pairs
 
 
@@ -247,8 +249,9 @@ def grouped_split(pairs, *, num_test_sources: int = 500,
     on the same sentences); each must be a key of ``pairs``.
     """
     groups: dict = {}  # key -> (the first source, [targets])
-    for src, tgt in pairs:
-        groups.setdefault(key(src), (src, []))[1].append(tgt)
+    with _no_collection():
+        for src, tgt in pairs:
+            groups.setdefault(key(src), (src, []))[1].append(tgt)
     forced = list(dict.fromkeys(test_sources))
     missing = [k for k in forced if k not in groups]
     if missing:
@@ -274,11 +277,12 @@ def grouped_split(pairs, *, num_test_sources: int = 500,
         src = groups[k][0]
         return src if isinstance(src, str) else list(src)
 
-    return Split(
-        train=[(source(k), t) for k in train for t in groups[k][1]],
-        val=[(source(k), t) for k in val for t in groups[k][1]],
-        test=[TestGroup(source(k), groups[k][1]) for k in test],
-    )
+    with _no_collection():
+        return Split(
+            train=[(source(k), t) for k in train for t in groups[k][1]],
+            val=[(source(k), t) for k in val for t in groups[k][1]],
+            test=[TestGroup(source(k), groups[k][1]) for k in test],
+        )
 
 
 def d2l_split(pairs) -> Split:
