@@ -98,7 +98,7 @@ EVERYDAY := _build/everyday
 TRAIN    ?= $(PY) -m transformer_lib
 everyday: setup
 	mkdir -p $(EVERYDAY)
-	$(TRAIN) train --recipe everyday --quiet --out $(EVERYDAY)/model.pt --log $(EVERYDAY)/log.json \
+	$(TRAIN) train --recipe everyday --quiet --out $(EVERYDAY)/model.pt --record $(EVERYDAY)/log.json \
 	  $$(test -f $(EVERYDAY)/model.pt.state && echo --resume)
 	$(PY) scripts/publish_everyday.py $(EVERYDAY) transformer_lib/translation/everyday
 

@@ -1,5 +1,6 @@
 """The command line: help, a short training run, translation, evaluation and its error paths."""
 
+import json
 import subprocess
 import sys
 
@@ -77,16 +78,19 @@ def test_train_translate_evaluate(tmp_path, data_dir, capsys, monkeypatch):
 def test_train_under_torchrun_with_two_processes(tmp_path, data_dir):
     import subprocess
 
-    ckpt = tmp_path / "d2l.pt"
+    ckpt, record = tmp_path / "d2l.pt", tmp_path / "log.json"
+    # --record, not --log: torchrun would take --log for its own --log-dir and stop
     result = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
          "-m", "transformer_lib", "train", "--recipe", "d2l", "--epochs", "1", "--out", str(ckpt),
-         "--data-dir", str(data_dir), "--quiet", "--device", "cpu"],
+         "--data-dir", str(data_dir), "--quiet", "--device", "cpu", "--record", str(record)],
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     # rank 0 alone prints and saves
     assert out.count("512 training pairs") == 1 and out.count("saved") == 1 and ckpt.is_file()
+    log = json.loads(record.read_text())
+    assert log["processes"] == 2 and "--record" in log["command"]
     assert "processes: 2, each with 1/2 of every batch" in out
     assert main(["translate", "--checkpoint", str(ckpt), "go ."]) == 0
     failed = subprocess.run(

@@ -63,10 +63,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "the same options saved after its last epoch "
                         "(OUT.state)")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
-    t.add_argument("--log", metavar="FILE",
+    # "--record", not "--log": torchrun reads an abbreviation of its own
+    # options anywhere on its command line, and --log is one (--log-dir)
+    t.add_argument("--record", "--log", metavar="FILE", dest="record",
                    help="also write a JSON record of the run: command, "
                         "versions, machine and its matrix-product speed, "
-                        "the losses")
+                        "the losses (--log: the same, except under "
+                        "torchrun)")
     _add_data_args(t)
 
     r = sub.add_parser("translate",
@@ -118,7 +121,7 @@ def cmd_train(args) -> int:
     # every batch; rank 0 alone prints, saves and evaluates
     ranks = init_distributed(pick_device(recipe.train.device))
     say = print if ranks.is_main else (lambda *args, **kwargs: None)
-    if args.log and ranks.is_main:  # measured before training loads it
+    if args.record and ranks.is_main:  # measured before training loads it
         machine = machine_record(pick_device(recipe.train.device))
         started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     split, src_vocab, tgt_vocab = recipe.load_data(args.data_dir)
@@ -169,8 +172,8 @@ def cmd_train(args) -> int:
                  min_freq=recipe.min_freq)
     path = save_checkpoint(args.out, model.cpu(), src_vocab, tgt_vocab,
                            extra)
-    if args.log:
-        write_training_log(args.log, argv=args.argv, recipe=args.recipe,
+    if args.record:
+        write_training_log(args.record, argv=args.argv, recipe=args.recipe,
                            seed=recipe.train.seed, machine=machine,
                            history=history, started=started,
                            parameters=model.num_parameters(),
@@ -236,7 +239,7 @@ def main(argv=None) -> int:
     from .translation.download import DataError
 
     args = build_parser().parse_args(argv)
-    args.argv = list(sys.argv[1:] if argv is None else argv)  # for --log
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # for --record
     commands = {"train": cmd_train, "translate": cmd_translate,
                 "evaluate": cmd_evaluate, "doctor": cmd_doctor}
     try:

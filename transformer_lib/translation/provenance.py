@@ -1,7 +1,7 @@
 """Where a trained model comes from: the command, the versions, the
 machine (with its measured matrix-product speed, since hosts of one kind
 differ) and the training history, in one JSON record written beside the
-checkpoint by ``python -m transformer_lib train --log FILE``."""
+checkpoint by ``python -m transformer_lib train --record FILE``."""
 
 from __future__ import annotations
 
