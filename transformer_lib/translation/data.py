@@ -52,9 +52,10 @@ def tokenize(text: str) -> list[str]:
 
 @contextlib.contextmanager
 def _no_collection():
-    """Python's cycle collector paused: building millions of lists and
-    strings, none in a cycle, triggers collections that scan them all
-    again and again (about half of parsing the whole file's time)."""
+    """Python's cycle collector paused (a decorator here): building
+    millions of lists and strings, none in a cycle, triggers collections
+    that scan them all again and again (about half of parsing the whole
+    file's time)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -64,18 +65,18 @@ def _no_collection():
             gc.enable()
 
 
+@_no_collection()
 def parse_pairs(raw_text: str, max_lines: int | None = None) -> list[Pair]:
     """``english<TAB>french`` lines -> token lists, after
     :func:`preprocess`.  ``max_lines`` reads lines ``0..max_lines``
     inclusive, as d2l's ``_tokenize`` does."""
     pairs = []
-    with _no_collection():
-        for i, line in enumerate(preprocess(raw_text).split("\n")):
-            if max_lines is not None and i > max_lines:
-                break
-            parts = line.split("\t")
-            if len(parts) == 2:
-                pairs.append((tokenize(parts[0]), tokenize(parts[1])))
+    for i, line in enumerate(preprocess(raw_text).split("\n")):
+        if max_lines is not None and i > max_lines:
+            break
+        parts = line.split("\t")
+        if len(parts) == 2:
+            pairs.append((tokenize(parts[0]), tokenize(parts[1])))
     return pairs
 
 
@@ -153,6 +154,7 @@ class Vocab:
         return tokens
 
 
+@_no_collection()
 def load_raw_pairs(subset: str = "basic", data_dir=None) -> list:
     """The ``(english, french)`` sentences of a named subset as the file
     has them (capitals, punctuation and all): the same pairs as
@@ -164,12 +166,11 @@ def load_raw_pairs(subset: str = "basic", data_dir=None) -> list:
     lines = read_fra_eng(data_dir).split("\n")
     if subset == "d2l":
         lines = lines[:D2L_NUM_TRAIN + D2L_NUM_VAL + 1]
-    with _no_collection():
-        raw = [tuple(line.split("\t")) for line in lines
-               if len(line.split("\t")) == 2]
-        if subset == "basic":
-            raw = [(en, fr) for en, fr in raw if _is_basic(
-                tokenize(preprocess(en)), tokenize(preprocess(fr)))]
+    raw = [tuple(line.split("\t")) for line in lines
+           if len(line.split("\t")) == 2]
+    if subset == "basic":
+        raw = [(en, fr) for en, fr in raw if _is_basic(
+            tokenize(preprocess(en)), tokenize(preprocess(fr)))]
     return raw
 
 
@@ -179,6 +180,7 @@ def _is_basic(src, tgt) -> bool:
             and len(tgt) <= BASIC_MAX_TOKENS)
 
 
+@_no_collection()  # a subset frees the whole file's lists before it resumes
 def load_pairs(subset: str = "basic", data_dir=None) -> list[Pair]:
     """The token pairs of a named subset.
 
@@ -196,11 +198,9 @@ def load_pairs(subset: str = "basic", data_dir=None) -> list[Pair]:
     raw = read_fra_eng(data_dir)
     if subset == "d2l":
         return parse_pairs(raw, max_lines=D2L_NUM_TRAIN + D2L_NUM_VAL)
-    # the whole file's lists are freed before collection resumes
-    with _no_collection():
-        pairs = parse_pairs(raw)
-        if subset == "basic":
-            pairs = [(s, t) for s, t in pairs if _is_basic(s, t)]
+    pairs = parse_pairs(raw)
+    if subset == "basic":
+        pairs = [(s, t) for s, t in pairs if _is_basic(s, t)]
     return pairs
 
 
@@ -231,6 +231,7 @@ def group_by_source(pairs) -> dict:
     return groups
 
 
+@_no_collection()
 def grouped_split(pairs, *, num_test_sources: int = 500,
                   num_val_sources: int = 300, seed: int = 0, key=tuple,
                   test_sources=()) -> Split:
@@ -249,9 +250,8 @@ def grouped_split(pairs, *, num_test_sources: int = 500,
     on the same sentences); each must be a key of ``pairs``.
     """
     groups: dict = {}  # key -> (the first source, [targets])
-    with _no_collection():
-        for src, tgt in pairs:
-            groups.setdefault(key(src), (src, []))[1].append(tgt)
+    for src, tgt in pairs:
+        groups.setdefault(key(src), (src, []))[1].append(tgt)
     forced = list(dict.fromkeys(test_sources))
     missing = [k for k in forced if k not in groups]
     if missing:
@@ -277,12 +277,11 @@ def grouped_split(pairs, *, num_test_sources: int = 500,
         src = groups[k][0]
         return src if isinstance(src, str) else list(src)
 
-    with _no_collection():
-        return Split(
-            train=[(source(k), t) for k in train for t in groups[k][1]],
-            val=[(source(k), t) for k in val for t in groups[k][1]],
-            test=[TestGroup(source(k), groups[k][1]) for k in test],
-        )
+    return Split(
+        train=[(source(k), t) for k in train for t in groups[k][1]],
+        val=[(source(k), t) for k in val for t in groups[k][1]],
+        test=[TestGroup(source(k), groups[k][1]) for k in test],
+    )
 
 
 def d2l_split(pairs) -> Split:
