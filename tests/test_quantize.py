@@ -1,7 +1,8 @@
 """int8 weights (transformer_lib.translation.checkpoint): each matrix as int8 times a scale per row,
 within half a step of the original; an int8 checkpoint stores a tied matrix once and loads as
 rounded_to_int8's model; the ONNX export in int8 holds int8 initializers, a tied output layer
-once, and computes exactly what that model computes."""
+once, and computes exactly what that model computes; in every storage, each graph holds a tied
+matrix once."""
 
 import numpy as np
 import pytest
@@ -104,4 +105,36 @@ def test_the_int8_export_is_the_rounded_model_with_the_tied_matrix_once(tmp_path
         want = rounded.decoder.decode(torch.from_numpy(tgt), want_memory,
                                       torch.from_numpy(lens))[:, -1]
     assert np.abs(memory - want_memory.numpy()).max() < 1e-4
+    assert np.abs(logits - want.numpy()).max() < 1e-4
+
+
+@pytest.mark.parametrize("weights", ["float32", "float16", "int8"])
+def test_each_graph_holds_a_tied_matrix_once_in_every_storage(tmp_path, weights):
+    ort = pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+
+    from transformer_lib.instruments.export import (DECODER_FILE, ENCODER_FILE, all_on,
+                                                    export_translator)
+
+    model = _tied_model()
+    vocab = Vocab([[f"w{i}" for i in range(26)]])
+    result = export_translator(model, vocab, vocab, tmp_path, weights=weights)
+    for name in (ENCODER_FILE, DECODER_FILE):
+        inits = onnx.load(str(tmp_path / name)).graph.initializer
+        tied = [i.name for i in inits if sorted(i.dims) == [30, 32]]   # (V, d) or (d, V)
+        assert len(tied) == 1, (name, tied)
+    # the decoder step still computes the exported model's logits
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.disable_quant_qdq", "1")
+    step = ort.InferenceSession(str(tmp_path / DECODER_FILE), options)
+    src, tgt = torch.tensor([[5, 9, 4, 2]]), torch.tensor([[1, 6, 7]])
+    lens = torch.tensor([4])
+    switches = {k: v.numpy() for k, v in all_on(result.model, 4).items()}
+    with torch.no_grad():
+        memory = result.model.encoder.encode(src, lens)
+        want = result.model.decoder.decode(tgt, memory, lens)[:, -1]
+    logits, _ = step.run(None, {"tgt": tgt.numpy(), "memory": memory.numpy(),
+                                "src_valid_len": lens.numpy(),
+                                **{k: switches[k] for k in ("decoder_gate", "cross_gate",
+                                                            "hidden")}})
     assert np.abs(logits - want.numpy()).max() < 1e-4

@@ -32,8 +32,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from ..translation.checkpoint import (dequantize_int8, int8_quantizable,
-                                      quantize_int8, rounded_to_int8)
+from ..translation.checkpoint import (dequantize_int8, int8_matrices,
+                                      rounded_to_int8)
 from ..translation.data import SPECIAL_TOKENS, Vocab
 from ..model.intervene import intervene
 from ..model.record import record_attention
@@ -139,7 +139,8 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
     if weights == "float16":
         exported = rounded_to_float16(model)
     elif weights == "int8":
-        exported = rounded_to_int8(model)
+        matrices = int8_matrices(model)
+        exported = rounded_to_int8(model, matrices)
     else:
         exported = copy.deepcopy(model).cpu().float().eval()
     directory = Path(directory)
@@ -165,9 +166,8 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
                  "cross_gate", "hidden"], ["logits", "cross"],
                 {"tgt": {1: "T"}, "memory": {1: "S"}, "hidden": {1: "S"},
                  "cross": {3: "S"}})
-    if weights == "int8":
-        matrices = int8_matrices(model)
     for name in (ENCODER_FILE, DECODER_FILE):
+        share_transposes(directory / name)
         if weights == "int8":
             store_int8(directory / name, matrices)
         if weights == "float16":
@@ -212,64 +212,81 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
     return ExportedTranslator(directory, exported, files)
 
 
-def int8_matrices(model) -> dict:
-    """``{bytes of a float32 matrix: (name, q, scale, transposed)}`` for
-    each matrix of ``model`` in int8 (:func:`quantize_int8`) and for its
-    transpose (an exported graph may hold a weight transposed): how
-    :func:`store_int8` recognises them in an ONNX file."""
-    found = {}
-    for name, p in model.named_parameters():
-        if int8_quantizable(name, p):
-            q, scale = quantize_int8(p)
-            matrix = dequantize_int8(q, scale)
-            q, scale = q.numpy(), scale.numpy()
-            found[matrix.numpy().tobytes()] = (name, q, scale, False)
-            found[matrix.T.contiguous().numpy().tobytes()] = (
-                name, q, scale, True)
-    return found
-
-
-def store_int8(path, matrices: dict) -> None:
-    """Rewrite the ONNX file at ``path`` so that each float32 weight found
-    in ``matrices`` (:func:`int8_matrices`) is stored as int8 with a scale
-    per row and turned back into exactly the same float32 numbers by a
-    ``DequantizeLinear`` node (``q * scale``).  A weight the graph holds
-    both as it is and transposed (a tied output layer) is stored once,
-    the transpose computed by a ``Transpose`` node."""
-    import numpy as np
+def share_transposes(path) -> None:
+    """Rewrite the ONNX file at ``path`` so that a weight the graph holds
+    both as it is and transposed (a tied output layer: the embedding's
+    ``(V, d)`` and the output layer's ``(d, V)``) is stored once, the
+    other computed from it by a ``Transpose`` node."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     proto = onnx.load(str(path))
     graph = proto.graph
-    uses = {}    # initializer name -> (parameter name, transposed)
+    kept, transposes, seen = [], [], {}  # seen: bytes -> initializer name
     for init in graph.initializer:
         if init.data_type == TensorProto.FLOAT and len(init.dims) == 2:
-            match = matrices.get(numpy_helper.to_array(init).tobytes())
-            if match is not None:
-                uses[init.name] = match
-    kept = [init for init in graph.initializer if init.name not in uses]
-    nodes, stored = [], {}   # parameter name -> its float32 output's name
-    for init_name, (name, q, scale, transposed) in sorted(
-            uses.items(), key=lambda item: item[1][3]):  # plain ones first
-        if name not in stored:
-            parts = [f"{init_name}__{part}" for part in ("q", "scale",
-                                                         "zero")]
-            kept += [numpy_helper.from_array(q, parts[0]),
-                     numpy_helper.from_array(scale.astype(np.float32),
-                                             parts[1]),
-                     numpy_helper.from_array(np.zeros(len(scale), np.int8),
-                                             parts[2])]
-            output = init_name if not transposed else f"{init_name}__plain"
-            nodes.append(helper.make_node(
-                "DequantizeLinear", parts, [output], axis=0,
-                name=f"{init_name}__dequantize"))
-            stored[name] = output
-            if not transposed:
+            array = numpy_helper.to_array(init)
+            source = seen.get(array.T.copy().tobytes())
+            if source is not None:
+                transposes.append(helper.make_node(
+                    "Transpose", [source], [init.name], perm=[1, 0],
+                    name=f"{init.name}__transpose"))
                 continue
+            seen[array.tobytes()] = init.name
+        kept.append(init)
+    if not transposes:
+        return
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    nodes = transposes + list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    onnx.checker.check_model(proto)
+    onnx.save(proto, str(path))
+
+
+def store_int8(path, matrices: dict) -> None:
+    """Rewrite the ONNX file at ``path`` so that each float32 weight that
+    is one of ``matrices`` (:func:`int8_matrices`' ``{name: (q, scale)}``)
+    rounded, as it is or transposed (an exported graph may hold a weight
+    transposed), is stored as int8 with a scale per row and turned back
+    into exactly the same float32 numbers by a ``DequantizeLinear`` node
+    (``q * scale``), followed by a ``Transpose`` node where the graph
+    holds it transposed."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    known = {}    # float32 bytes -> (q, scale, transposed)
+    for q, scale in matrices.values():
+        matrix = dequantize_int8(q, scale).numpy()
+        q, scale = q.numpy(), scale.numpy().astype(np.float32)
+        known[matrix.tobytes()] = (q, scale, False)
+        known[matrix.T.copy().tobytes()] = (q, scale, True)
+    proto = onnx.load(str(path))
+    graph = proto.graph
+    kept, nodes = [], []
+    for init in graph.initializer:
+        match = None
+        if init.data_type == TensorProto.FLOAT and len(init.dims) == 2:
+            match = known.get(numpy_helper.to_array(init).tobytes())
+        if match is None:
+            kept.append(init)
+            continue
+        q, scale, transposed = match
+        parts = [f"{init.name}__{part}" for part in ("q", "scale", "zero")]
+        kept += [numpy_helper.from_array(q, parts[0]),
+                 numpy_helper.from_array(scale, parts[1]),
+                 numpy_helper.from_array(np.zeros(len(scale), np.int8),
+                                         parts[2])]
+        plain = f"{init.name}__plain" if transposed else init.name
         nodes.append(helper.make_node(
-            "Transpose", [stored[name]], [init_name], perm=[1, 0],
-            name=f"{init_name}__transpose"))
+            "DequantizeLinear", parts, [plain], axis=0,
+            name=f"{init.name}__dequantize"))
+        if transposed:
+            nodes.append(helper.make_node(
+                "Transpose", [plain], [init.name], perm=[1, 0],
+                name=f"{init.name}__transpose"))
     del graph.initializer[:]
     graph.initializer.extend(kept)
     nodes += list(graph.node)

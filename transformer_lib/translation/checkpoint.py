@@ -58,17 +58,28 @@ def int8_quantizable(name: str, tensor: torch.Tensor) -> bool:
     return tensor.dim() == 2 and tensor.is_floating_point()
 
 
-def rounded_to_int8(model):
+def int8_matrices(model) -> dict:
+    """``{name: (q, scale)}``: each matrix of ``model`` in int8
+    (:func:`quantize_int8`), a tied one once, under its first name."""
+    return {name: quantize_int8(p.cpu())
+            for name, p in model.named_parameters()
+            if int8_quantizable(name, p)}
+
+
+def rounded_to_int8(model, matrices: dict | None = None):
     """A copy of ``model`` on the CPU, in evaluation mode, whose matrices
-    are replaced by their int8 version (:func:`quantize_int8`), kept as
-    float32: what an int8 checkpoint of ``model`` loads as."""
+    are replaced by their int8 version, kept as float32: what an int8
+    checkpoint of ``model`` loads as.  ``matrices``: the model's
+    :func:`int8_matrices`, when they were computed already."""
     import copy
 
+    if matrices is None:
+        matrices = int8_matrices(model)
     rounded = copy.deepcopy(model).cpu().float().eval()
     with torch.no_grad():
         for name, p in rounded.named_parameters():
-            if int8_quantizable(name, p):
-                p.copy_(dequantize_int8(*quantize_int8(p)))
+            if name in matrices:
+                p.copy_(dequantize_int8(*matrices[name]))
     return rounded
 
 
@@ -99,9 +110,8 @@ def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab,
         every_name = dict(model.named_parameters(remove_duplicate=False))
         for name in set(every_name) - set(params):
             del state[name]
-        for name in params:
-            if int8_quantizable(name, state[name]):
-                state[name], scales[name] = quantize_int8(state[name])
+        for name, (q, scale) in int8_matrices(model).items():
+            state[name], scales[name] = q, scale
     payload = {
         "format": FORMAT_VERSION,
         "model": kind,
