@@ -37,6 +37,11 @@ def main(build: Path, dest: Path) -> int:
         raise ValueError(f"{build / 'model.pt'} is not the everyday "
                          f"recipe's model: {extra}")
     recipe = RECIPES["everyday"]
+    done = record["history"]["epochs_done"]
+    if done < recipe.train.epochs:   # e.g. stopped by --max-seconds
+        raise ValueError(f"{build / 'log.json'}: the run stopped after "
+                         f"{done:.2f} of the recipe's {recipe.train.epochs} "
+                         f"epochs; publish a whole run")
     split, split_vocab, _ = recipe.load_data()
     if split_vocab.to_json() != vocab.to_json():
         raise ValueError("the recipe's vocabulary differs from the "

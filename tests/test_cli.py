@@ -51,6 +51,7 @@ def test_train_translate_evaluate(tmp_path, data_dir, capsys, monkeypatch):
     assert "641" not in out and "512 training pairs" in out and "saved" in out and ckpt.is_file()
     record = __import__("json").loads(log.read_text())
     assert record["recipe"] == "d2l" and "--recipe d2l" in record["command"]
+    assert record["command"].startswith("python -m transformer_lib train ")
     assert [v["epoch"] for v in record["history"]["validation"]] == [1.0, 2.0]
     assert record["machine"]["matmul_2048_gflops"]["float32"] > 0
 
@@ -91,6 +92,7 @@ def test_train_under_torchrun_with_two_processes(tmp_path, data_dir):
     assert out.count("512 training pairs") == 1 and out.count("saved") == 1 and ckpt.is_file()
     log = json.loads(record.read_text())
     assert log["processes"] == 2 and "--record" in log["command"]
+    assert log["command"].startswith("torchrun --nproc_per_node=2 -m transformer_lib train ")
     assert "processes: 2, each with 1/2 of every batch" in out
     assert main(["translate", "--checkpoint", str(ckpt), "go ."]) == 0
     failed = subprocess.run(

@@ -19,6 +19,12 @@ BUDGET = 16_000_000   # bytes committed, at most (issue 30)
 # in float32 (what a CPU without native bf16 trains in), the same with AVX2 kernels; a change of
 # the recipe's settings, initialisation or data moves them by far more.
 FIRST_LOSSES_TOLERANCE = 2e-3
+# A log trained with other dropout masks (on a GPU, whose generator is not the CPU's, or by
+# several processes, each with its own seed) cannot be held to that. Measured on that Zen 4 with
+# the CPU's masks for five other dropout seeds: the two points moved by 7.0e-3 at most (6.7e-4 to
+# 7.0e-3); what the test is there to catch moves them by more: another initialisation seed
+# 1.8e-2, a learning rate 10 % higher 4.1e-2, a warm-up 10 % longer 4.2e-2, no label smoothing 0.11.
+OTHER_MASKS_TOLERANCE = 1.2e-2
 
 
 def test_the_files_match_their_checksums_and_fit_the_budget():
@@ -100,9 +106,11 @@ def test_the_log_comes_from_this_code(data_dir):
 
     with pytest.raises(_Enough):
         fit(model, loader, None, recipe.train, callback=stop_after_two, progress=False)
-    log = everyday_log()["history"]
+    record = everyday_log()
+    log = record["history"]
     assert log["steps"][:2] == [recipe.train.log_every, 2 * recipe.train.log_every]
     difference = max(abs(a - b) for a, b in zip(points[:2], log["train_loss"][:2]))
     print(f"\nfirst two loss points {points[:2]} vs the log's {log['train_loss'][:2]}: "
           f"largest difference {difference:.5f}")
-    assert difference < FIRST_LOSSES_TOLERANCE
+    same_masks = record["machine"]["device"] == "cpu" and record["processes"] == 1
+    assert difference < (FIRST_LOSSES_TOLERANCE if same_masks else OTHER_MASKS_TOLERANCE)

@@ -101,7 +101,8 @@ def cmd_train(args) -> int:
     from .translation.data import BatchLoader
     from .model import Transformer, TransformerConfig
     from .translation.recipes import RECIPES
-    from .translation.distributed import finish_distributed, init_distributed
+    from .translation.distributed import (finish_distributed,
+                                          init_distributed, launcher)
     from .translation.rnn import GRUConfig, GRUSeq2Seq
     from .translation.training import fit, pick_device, seed_everything
     from .translation.translate import evaluate_bleu
@@ -177,7 +178,7 @@ def cmd_train(args) -> int:
                            seed=recipe.train.seed, machine=machine,
                            history=history, started=started,
                            parameters=model.num_parameters(),
-                           processes=ranks.world_size)
+                           processes=ranks.world_size, launcher=launcher())
     result = evaluate_bleu(model, split.test, src_vocab, tgt_vocab)
     print(f"held-out BLEU (greedy): {result.single:.1f} single-reference, "
           f"{result.multi:.1f} multi-reference")

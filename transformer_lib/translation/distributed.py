@@ -61,6 +61,17 @@ def init_distributed(device: torch.device) -> Ranks:
     return Ranks(dist.get_rank(), dist.get_world_size())
 
 
+def launcher() -> str:
+    """How this process started the package, for a run's record:
+    ``torchrun --nproc_per_node=N -m transformer_lib`` under torchrun
+    (which sets ``$TORCHELASTIC_RUN_ID``), else
+    ``python -m transformer_lib``."""
+    if "TORCHELASTIC_RUN_ID" in os.environ:
+        processes = os.environ.get("LOCAL_WORLD_SIZE", "1")
+        return f"torchrun --nproc_per_node={processes} -m transformer_lib"
+    return "python -m transformer_lib"
+
+
 def shard(batch: Batch, ranks: Ranks) -> Batch:
     """This rank's rows of ``batch``: ``rank, rank + world_size, ...`` (a
     length-sorted batch gives each rank similar lengths)."""

@@ -97,11 +97,13 @@ def history_record(history) -> dict:
 
 def write_training_log(path, *, argv, recipe: str, seed: int,
                        machine: dict, history, parameters: int, started: str,
-                       processes: int = 1) -> Path:
+                       processes: int = 1,
+                       launcher: str = "python -m transformer_lib") -> Path:
     """Write the record of one training run to ``path`` (JSON); ``argv``:
-    the command line's arguments after ``python -m transformer_lib``."""
+    the command line's arguments after ``launcher`` (``python -m
+    transformer_lib``, or torchrun's: :func:`.distributed.launcher`)."""
     record = {
-        "command": " ".join(["python -m transformer_lib", *argv]),
+        "command": " ".join([launcher, *argv]),
         "recipe": recipe, "seed": seed, "processes": processes,
         "parameters": parameters,
         "started": started,
