@@ -221,7 +221,7 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
             # stays fixed.
             log_probs[finished] = float("-inf")
             log_probs[finished, eos_id] = 0.0
-            candidates = scores.reshape(B * k, 1) + log_probs
+            candidates = log_probs.add_(scores.reshape(B * k, 1))
             scores, choice = candidates.reshape(B, k * V).topk(k, dim=1)
             from_beam = choice // V                           # (B, k)
             parent = (first_beam + from_beam).reshape(-1)     # (B*k,)
