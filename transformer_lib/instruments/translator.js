@@ -394,7 +394,7 @@
         root.tlError = String(err && err.message || err);
         status.textContent = "The translator could not run here: " + root.tlError +
           ". It needs the built book's files (ort/ and " + folder + "/ at its root); " +
-          "in a notebook, call tl.translate instead.";
+          "in a notebook, translate with transformer_lib.translation.translate.";
       } finally {
         button.disabled = false;
         running = false;

@@ -1,7 +1,8 @@
 """The Transformer decoder: masked self-attention, cross-attention over
 the encoder's output and a position-wise FFN, each wrapped in Add & Norm
 (Vaswani et al. 2017, 3.1); and the key/value cache that makes decoding
-step by step cost O(T) layer calls instead of O(T^2)."""
+step by step run each position-wise layer on T positions in all instead
+of T(T+1)/2."""
 
 from __future__ import annotations
 

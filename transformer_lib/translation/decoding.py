@@ -48,8 +48,9 @@ def greedy_decode(model, src, src_valid_lens=None, *, bos_id: int,
     src ``(B, S)`` ids, src_valid_lens ``(B,)``.
     bos_id, pad_id: never chosen (``pad_id=None``: only ``bos_id``).
     use_cache: feed one new token per step and reuse the cached keys and
-    values (O(T) layer calls), or re-run the decoder on the whole prefix
-    every step (O(T^2)); both give the same tokens.
+    values (each position-wise layer sees T positions in all), or re-run
+    the decoder on the whole prefix every step (T(T+1)/2 positions); both
+    give the same tokens.
     Returns ``(B, n)`` ids, ``n <= max_len``, without the leading
     ``bos_id``; after a row's ``eos_id`` it holds ``eos_id`` again.
     """

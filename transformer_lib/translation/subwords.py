@@ -27,7 +27,7 @@ def _tokenizers():
         import tokenizers
     except ImportError as err:  # a clear message, not a deep traceback
         raise ImportError("subwords need Hugging Face's tokenizers: "
-                          "pip install 'tokenizers>=0.19'") from err
+                          "pip install 'tokenizers>=0.20'") from err
     return tokenizers
 
 
