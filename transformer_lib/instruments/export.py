@@ -166,12 +166,17 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
                  "cross_gate", "hidden"], ["logits", "cross"],
                 {"tgt": {1: "T"}, "memory": {1: "S"}, "hidden": {1: "S"},
                  "cross": {3: "S"}})
-    for name in (ENCODER_FILE, DECODER_FILE):
-        share_transposes(directory / name)
+    import onnx
+
+    for name in (ENCODER_FILE, DECODER_FILE):   # the weights' storage
+        proto = onnx.load(str(directory / name))
+        share_transposes(proto.graph)
         if weights == "int8":
-            store_int8(directory / name, matrices)
+            store_int8(proto.graph, matrices)
         if weights == "float16":
-            store_float16(directory / name)
+            store_float16(proto.graph)
+        onnx.checker.check_model(proto)
+        onnx.save(proto, str(directory / name))
     names = [ENCODER_FILE, DECODER_FILE]
     subwords = hasattr(tgt_vocab, "to_json")  # a SubwordVocab
     if subwords:
@@ -212,16 +217,23 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
     return ExportedTranslator(directory, exported, files)
 
 
-def share_transposes(path) -> None:
-    """Rewrite the ONNX file at ``path`` so that a weight the graph holds
-    both as it is and transposed (a tied output layer: the embedding's
-    ``(V, d)`` and the output layer's ``(d, V)``) is stored once, the
-    other computed from it by a ``Transpose`` node."""
-    import onnx
+def _rewrite(graph, initializers: list, first_nodes: list) -> None:
+    """Give the ONNX ``graph`` these ``initializers``, and ``first_nodes``
+    (those that compute weights from them) before its own nodes."""
+    del graph.initializer[:]
+    graph.initializer.extend(initializers)
+    nodes = first_nodes + list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+
+
+def share_transposes(graph) -> None:
+    """Rewrite the ONNX ``graph`` so that a weight it holds both as it is
+    and transposed (a tied output layer: the embedding's ``(V, d)`` and
+    the output layer's ``(d, V)``) is stored once, the other computed from
+    it by a ``Transpose`` node."""
     from onnx import TensorProto, helper, numpy_helper
 
-    proto = onnx.load(str(path))
-    graph = proto.graph
     kept, transposes, seen = [], [], {}  # seen: bytes -> initializer name
     for init in graph.initializer:
         if init.data_type == TensorProto.FLOAT and len(init.dims) == 2:
@@ -234,19 +246,11 @@ def share_transposes(path) -> None:
                 continue
             seen[array.tobytes()] = init.name
         kept.append(init)
-    if not transposes:
-        return
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
-    nodes = transposes + list(graph.node)
-    del graph.node[:]
-    graph.node.extend(nodes)
-    onnx.checker.check_model(proto)
-    onnx.save(proto, str(path))
+    _rewrite(graph, kept, transposes)
 
 
-def store_int8(path, matrices: dict) -> None:
-    """Rewrite the ONNX file at ``path`` so that each float32 weight that
+def store_int8(graph, matrices: dict) -> None:
+    """Rewrite the ONNX ``graph`` so that each float32 weight that
     is one of ``matrices`` (:func:`int8_matrices`' ``{name: (q, scale)}``)
     rounded, as it is or transposed (an exported graph may hold a weight
     transposed), is stored as int8 with a scale per row and turned back
@@ -254,7 +258,6 @@ def store_int8(path, matrices: dict) -> None:
     (``q * scale``), followed by a ``Transpose`` node where the graph
     holds it transposed."""
     import numpy as np
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     known = {}    # float32 bytes -> (q, scale, transposed)
@@ -263,8 +266,6 @@ def store_int8(path, matrices: dict) -> None:
         q, scale = q.numpy(), scale.numpy().astype(np.float32)
         known[matrix.tobytes()] = (q, scale, False)
         known[matrix.T.copy().tobytes()] = (q, scale, True)
-    proto = onnx.load(str(path))
-    graph = proto.graph
     kept, nodes = [], []
     for init in graph.initializer:
         match = None
@@ -287,13 +288,7 @@ def store_int8(path, matrices: dict) -> None:
             nodes.append(helper.make_node(
                 "Transpose", [plain], [init.name], perm=[1, 0],
                 name=f"{init.name}__transpose"))
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
-    nodes += list(graph.node)
-    del graph.node[:]
-    graph.node.extend(nodes)
-    onnx.checker.check_model(proto)
-    onnx.save(proto, str(path))
+    _rewrite(graph, kept, nodes)
 
 
 def all_on(model, S: int) -> dict:
@@ -323,17 +318,14 @@ def _export(module, args, path, input_names, output_names, dynamic_axes):
                           dynamic_axes=dynamic_axes, opset_version=OPSET)
 
 
-def store_float16(path) -> None:
-    """Rewrite the ONNX file at ``path`` so that each float32 weight that
-    float16 holds exactly is stored as float16 and cast back to float32
-    by the graph (a ``Cast`` node per weight): the same numbers in half
-    the bytes."""
+def store_float16(graph) -> None:
+    """Rewrite the ONNX ``graph`` so that each float32 weight that float16
+    holds exactly is stored as float16 and cast back to float32 by the
+    graph (a ``Cast`` node per weight): the same numbers in half the
+    bytes."""
     import numpy as np
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    proto = onnx.load(str(path))
-    graph = proto.graph
     kept, casts = [], []
     for init in graph.initializer:
         array = numpy_helper.to_array(init)
@@ -347,13 +339,7 @@ def store_float16(path) -> None:
                     to=TensorProto.FLOAT, name=f"{init.name}__cast"))
                 continue
         kept.append(init)
-    del graph.initializer[:]
-    graph.initializer.extend(kept)
-    nodes = casts + list(graph.node)
-    del graph.node[:]
-    graph.node.extend(nodes)
-    onnx.checker.check_model(proto)
-    onnx.save(proto, str(path))
+    _rewrite(graph, kept, casts)
 
 
 def _sha256(path) -> str:
