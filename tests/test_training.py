@@ -471,3 +471,14 @@ def test_the_cpu_recipe_trains_half_the_epochs_in_float32(monkeypatch):
     monkeypatch.setenv("TRANSFORMER_LIB_PRECISION", "bfloat16")
     assert basic.for_precision().train.epochs == 12
     assert RECIPES["d2l"].with_train(precision="float32").for_precision().train.epochs == 30
+
+
+@pytest.mark.parametrize("config", [
+    tl.TransformerConfig(2205, 3125, max_len=64, norm_first=True),
+    TrainConfig(max_seconds=600.0, device="cuda:0", precision="float16"),
+    tl.model.DecoderOnlyConfig(8000, tie_embeddings=True)], ids=lambda c: type(c).__name__)
+def test_a_printed_config_fits_the_page_and_reads_back_as_the_same_config(config):
+    text = str(config)
+    assert text.count("\n") >= 2 and max(len(line) for line in text.splitlines()) <= 77
+    assert eval(text, {type(config).__name__: type(config)}) == config  # noqa: S307
+    assert repr(config) == repr(config).replace("\n", "")  # the repr stays one line

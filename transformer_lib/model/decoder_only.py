@@ -20,7 +20,8 @@ from .._checks import (check_flag, check_model_sizes, check_positive_int,
                       check_token_ids, check_valid_lens)
 from .encoder import PreNormEncoderBlock, TransformerEncoderBlock
 from .stack import EmbeddedBlockStack
-from .transformer import Transformer, count_parameters, training_mode
+from .transformer import (Transformer, count_parameters, fields_text,
+                          training_mode)
 
 
 class CausalBlock(TransformerEncoderBlock):
@@ -79,6 +80,8 @@ class DecoderOnlyConfig:
         check_model_sizes(self.num_hiddens, self.num_heads, self.dropout)
         for name in ("use_bias", "norm_first", "tie_embeddings"):
             check_flag(name, getattr(self, name))
+
+    __str__ = fields_text  # print() wraps the fields to the page
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -3,8 +3,9 @@ translation."""
 
 from __future__ import annotations
 
+import textwrap
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 import torch
 from torch import nn
@@ -27,6 +28,21 @@ def training_mode(model: nn.Module, training: bool):
         yield model
     finally:
         model.train(was_training)
+
+
+PAGE_COLUMNS = 77  # the book's page width, for code and what it prints
+
+
+def fields_text(config, width: int = PAGE_COLUMNS) -> str:
+    """A dataclass as its repr shows it, ``Name(field=value, ...)``,
+    wrapped to ``width`` columns so that ``print(config)`` fits the page."""
+    items = ", ".join(f"{f.name}={getattr(config, f.name)!r}"
+                      for f in fields(config) if f.repr)
+    # width - 1 leaves room for the closing parenthesis
+    return textwrap.fill(items, width - 1, break_long_words=False,
+                         break_on_hyphens=False,
+                         initial_indent=f"{type(config).__name__}(",
+                         subsequent_indent="    ") + ")"
 
 
 @dataclass
@@ -62,6 +78,8 @@ class TransformerConfig:
             check_pre_norm(self.norm)
         check_tie_embeddings(self.tie_embeddings, self.src_vocab_size,
                              self.tgt_vocab_size)
+
+    __str__ = fields_text  # print() wraps the fields to the page
 
     def to_dict(self) -> dict:
         return asdict(self)

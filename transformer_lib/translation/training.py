@@ -18,7 +18,7 @@ from .._checks import check_positive_int
 from .data import Vocab
 from .distributed import (DistributedModel, Ranks, all_reduce_sum, barrier,
                           shard)
-from ..model import training_mode
+from ..model.transformer import fields_text, training_mode
 
 # precision -> the dtype of autocast's matrix products (None: no autocast)
 DTYPES = {"float32": None, "bfloat16": torch.bfloat16,
@@ -175,6 +175,8 @@ class TrainConfig:
     device: str | None = None  # None: pick_device()
     precision: str = "auto"    # or "float32", "bfloat16", "float16"
     log_every: int = 10        # steps between log points (and callbacks)
+
+    __str__ = fields_text  # print() wraps the fields to the page
 
     def __post_init__(self):
         if self.schedule not in SCHEDULES:
