@@ -29,7 +29,7 @@ class CausalBlock(TransformerEncoderBlock):
     t reads positions 0..t only (post-norm, as the paper's blocks)."""
 
     def forward(self, X):
-        """X ``(B, L, d)`` -> ``(B, L, d)``."""
+        """X ``(B, S+T-1, d)``, the joined sequence -> the same shape."""
         Y = self.addnorm1(X, self.attention(X, X, X, causal=True))
         return self.addnorm2(Y, self.ffn(Y))
 
@@ -38,21 +38,22 @@ class PreNormCausalBlock(PreNormEncoderBlock):
     """The pre-norm layout of :class:`CausalBlock` (GPT-2's)."""
 
     def forward(self, X):
-        """X ``(B, L, d)`` -> ``(B, L, d)``."""
-        H = self.norm1(X)                                  # (B, L, d)
+        """X ``(B, S+T-1, d)``, the joined sequence -> the same shape."""
+        H = self.norm1(X)                                  # (B, S+T-1, d)
         X = X + self.dropout(self.attention(H, H, H, causal=True))
         return X + self.dropout(self.ffn(self.norm2(X)))
 
 
 class CausalStack(EmbeddedBlockStack):
-    """Token ids ``(B, L)`` -> ``(B, L, d)``: embeddings, positions and
-    N causal blocks (the arguments of :class:`EmbeddedBlockStack`)."""
+    """Token ids ``(B, S+T-1)`` -> ``(B, S+T-1, d)``: embeddings,
+    positions and N causal blocks (the arguments of
+    :class:`EmbeddedBlockStack`)."""
 
     block_class = CausalBlock
     pre_norm_block_class = PreNormCausalBlock
 
     def forward(self, X):
-        H = self.embed(X)                                  # (B, L, d)
+        H = self.embed(X)                                  # (B, S+T-1, d)
         for blk in self.blks:
             H = blk(H)
         return self.final_norm(H)
@@ -142,8 +143,9 @@ class DecoderOnlyTransformer(nn.Module):
             self.dense.weight = self.stack.embedding.weight
 
     def forward(self, X):
-        """X ``(B, L)`` ids -> ``(B, L, V)``: at each position, the logits
-        of the token after it."""
+        """X ``(B, S+T-1)``, the ids of the joined sequences ->
+        ``(B, S+T-1, V)``: at each position, the logits of the token
+        after it."""
         check_token_ids("X", X, self.vocab_size)
         if X.shape[1] > self.config.max_len:
             raise ValueError(f"X has {X.shape[1]} positions, more than "

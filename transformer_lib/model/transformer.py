@@ -170,7 +170,7 @@ class Transformer(EncoderDecoder):
         if c.tie_embeddings:  # the paper's 3.4: one matrix, three uses
             shared = self.decoder.embedding.weight             # (V, d)
             self.encoder.embedding.weight = shared
-            self.decoder.dense.weight = shared  # logits: H shared^T + b
+            self.decoder.dense.weight = shared  # logits: X shared^T + b
 
     def attention_layers(self) -> dict[str, list[nn.Module]]:
         encoder, decoder = self.encoder.blks, self.decoder.blks
@@ -207,7 +207,8 @@ class Transformer(EncoderDecoder):
         """Xavier-uniform projections (as in torch.nn.Transformer) and
         N(0, 1/d) embeddings, so that the embeddings times sqrt(d) have unit
         scale, like the positional encoding.  (PyTorch's default N(0, 1)
-        embeddings times sqrt(d) = 16 would drown it.)"""
+        embeddings times sqrt(d), 16 at the default d = 256, would drown
+        it.)"""
         if isinstance(module, nn.Linear):
             nn.init.xavier_uniform_(module.weight)
             if module.bias is not None:
