@@ -191,6 +191,10 @@ def test_the_bootstrap_of_bleu_resamples_the_summed_counts():
     assert (low, high) == tuple(np.percentile(scores, [2.5, 97.5]))
     # paired with itself: every difference is 0
     assert bootstrap_bleu(hyps, refs, baseline=hyps, resamples=50) == (0.0, 0.0)
+    # a model that writes nothing, or matches no 4-gram: 0, not nan
+    for nothing in [[""] * 20, ["cat"] * 20]:
+        assert bleu_from_counts(sentence_counts(nothing, refs).sum(0)) == 0.0
+        assert bootstrap_bleu(nothing, refs, resamples=20) == (0.0, 0.0)
     for bad, message in [(dict(resamples=0), "resamples"), (dict(level=100), "level"),
                          (dict(baseline=hyps[:3]), "baseline")]:
         with pytest.raises(ValueError, match=message):

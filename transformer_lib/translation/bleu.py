@@ -295,12 +295,14 @@ def sentence_counts(hypotheses: list[str], references) -> np.ndarray:
 def bleu_from_counts(sums) -> float:
     """Corpus BLEU from summed :func:`sentence_counts` (matches, totals,
     c, r): 100 * BP * the geometric mean of the four precisions.  Without
-    sacreBLEU's smoothing: an order with no match gives 0, so use it on
-    sets large enough to match at every order."""
+    sacreBLEU's smoothing: an order with no match gives 0 (as does a set
+    with no hypothesis token), so use it on sets large enough to match at
+    every order."""
     m, t, c, r = sums[:4], sums[4:8], sums[8], sums[9]
+    if not (m > 0).all():        # some order has no match, or no n-grams
+        return 0.0
     brevity_penalty = min(1.0, math.exp(1 - r / c))
-    with np.errstate(divide="ignore"):
-        return 100 * brevity_penalty * math.exp(np.log(m / t).mean())
+    return 100 * brevity_penalty * math.exp(np.log(m / t).mean())
 
 
 def bootstrap_bleu(hypotheses: list[str], references, *,
