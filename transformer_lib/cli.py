@@ -48,7 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--epochs", type=int,
                    help="override the recipe's number of epochs (0: none)")
     t.add_argument("--max-seconds", type=float,
-                   help="override the recipe's time budget")
+                   help="override the recipe's time budget (the linear "
+                        "decay then follows the epochs or the clock, "
+                        "whichever is further along)")
     t.add_argument("--batch-size", type=int)
     t.add_argument("--lr", type=float)
     t.add_argument("--seed", type=int, default=0)
