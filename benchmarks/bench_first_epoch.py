@@ -101,9 +101,9 @@ def main():
     first = new_shapes(epoch, seen, args.batches)
     passes = {"new shapes": seconds_per_step(first),
               "the same again": seconds_per_step(first)}
-    others = new_shapes(epoch, seen, args.batches)
-    if device.type == "cuda":
+    if device.type == "cuda":   # cuDNN's attention is a GPU kernel
         from torch.nn.attention import SDPBackend, sdpa_kernel
+        others = new_shapes(epoch, seen, args.batches)
         with sdpa_kernel([SDPBackend.FLASH_ATTENTION,
                           SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]):
             passes["new shapes, no cuDNN attention"] = seconds_per_step(
