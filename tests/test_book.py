@@ -194,6 +194,34 @@ def test_code_cells_and_their_outputs_fit_the_page(browser_page):
     assert not too_wide, "boxes that scroll sideways:\n" + "\n".join(too_wide)
 
 
+PRINT_WIDTH = 77  # the page's columns, as for code (test_notebooks.PAGE_WIDTH)
+
+
+def wide_printed_lines(html: str, width: int = PRINT_WIDTH) -> list[str]:
+    """The lines a page prints (its cells' text outputs) wider than ``width`` columns. The page
+    wraps them rather than scrolling (test above), but a wrapped table loses its columns, and
+    Colab and Jupyter do not wrap at all."""
+    from bs4 import BeautifulSoup
+    soup = BeautifulSoup(html, "html.parser")
+    return [f"{len(line)} columns: {line[:70]}"
+            for pre in soup.select("div.cell_output pre")
+            for line in pre.get_text().splitlines() if len(line) > width]
+
+
+def test_the_print_width_check_catches_a_wide_line():
+    page = ('<div class="cell_output"><div class="output stream highlight-myst-ansi">'
+            '<div class="highlight"><pre><span></span>{}\n</pre></div></div></div>')
+    assert wide_printed_lines(page.format("x" * PRINT_WIDTH)) == []
+    assert len(wide_printed_lines(page.format("table row " * 8))) == 1
+
+
+def test_printed_lines_fit_the_page():
+    wide = [f"{page.relative_to(HTML)}: {line}" for page in _pages()
+            for line in wide_printed_lines(page.read_text(encoding="utf-8"))]
+    assert not wide, f"{len(wide)} printed lines wider than {PRINT_WIDTH} columns:\n" + \
+        "\n".join(wide)
+
+
 def _visible_image_digests(widget):
     return [hashlib.md5((img.get_attribute("src") or "").encode()).hexdigest()
             for img in widget.locator("img").all() if img.is_visible()]

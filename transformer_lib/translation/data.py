@@ -418,13 +418,20 @@ class BatchLoader:
 def show_batch(batch, src_vocab: Vocab, tgt_vocab: Vocab) -> None:
     """Print a :class:`BatchLoader` batch as tokens, one row per sentence:
     ``src`` (B, S), ``src_valid_lens`` (B,), ``tgt_in`` and ``tgt_out``
-    (B, T)."""
-    def rows(name, ids, vocab):
-        print(f"{name} {tuple(ids.shape)}:")
-        for row in ids.tolist():
-            print("   " + " ".join(f"{t:>8}" for t in vocab.to_tokens(row)))
+    (B, T).  Each column is as wide as its longest token, ``tgt_in``'s and
+    ``tgt_out``'s alike, so that the shift by one lines up."""
+    src = [src_vocab.to_tokens(row) for row in batch.src.tolist()]
+    tgt_in = [tgt_vocab.to_tokens(row) for row in batch.tgt_in.tolist()]
+    tgt_out = [tgt_vocab.to_tokens(row) for row in batch.tgt_out.tolist()]
 
-    rows("src", batch.src, src_vocab)
+    def rows(name, shape, table, widths):
+        print(f"{name} {tuple(shape)}:")
+        for row in table:
+            print("   " + " ".join(f"{t:>{w}}" for t, w in zip(row, widths)))
+
+    src_widths = [max(map(len, column)) for column in zip(*src)]
+    tgt_widths = [max(map(len, column)) for column in zip(*tgt_in, *tgt_out)]
+    rows("src", batch.src.shape, src, src_widths)
     print("src_valid_lens:", batch.src_valid_lens.tolist())
-    rows("tgt_in", batch.tgt_in, tgt_vocab)
-    rows("tgt_out", batch.tgt_out, tgt_vocab)
+    rows("tgt_in", batch.tgt_in.shape, tgt_in, tgt_widths)
+    rows("tgt_out", batch.tgt_out.shape, tgt_out, tgt_widths)
