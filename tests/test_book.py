@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from browser import ROOT, check_attention_view, offline_book, require_chromium
-from test_notebooks import exercises_start, is_solution_code, repository
+from test_notebooks import PAGE_WIDTH, exercises_start, is_solution_code, repository
 
 pytestmark = pytest.mark.book
 
@@ -194,10 +194,7 @@ def test_code_cells_and_their_outputs_fit_the_page(browser_page):
     assert not too_wide, "boxes that scroll sideways:\n" + "\n".join(too_wide)
 
 
-PRINT_WIDTH = 77  # the page's columns, as for code (test_notebooks.PAGE_WIDTH)
-
-
-def wide_printed_lines(html: str, width: int = PRINT_WIDTH) -> list[str]:
+def wide_printed_lines(html: str, width: int = PAGE_WIDTH) -> list[str]:
     """The lines a page prints (its cells' text outputs) wider than ``width`` columns. The page
     wraps them rather than scrolling (test above), but a wrapped table loses its columns, and
     Colab and Jupyter do not wrap at all."""
@@ -211,14 +208,14 @@ def wide_printed_lines(html: str, width: int = PRINT_WIDTH) -> list[str]:
 def test_the_print_width_check_catches_a_wide_line():
     page = ('<div class="cell_output"><div class="output stream highlight-myst-ansi">'
             '<div class="highlight"><pre><span></span>{}\n</pre></div></div></div>')
-    assert wide_printed_lines(page.format("x" * PRINT_WIDTH)) == []
+    assert wide_printed_lines(page.format("x" * PAGE_WIDTH)) == []
     assert len(wide_printed_lines(page.format("table row " * 8))) == 1
 
 
 def test_printed_lines_fit_the_page():
     wide = [f"{page.relative_to(HTML)}: {line}" for page in _pages()
             for line in wide_printed_lines(page.read_text(encoding="utf-8"))]
-    assert not wide, f"{len(wide)} printed lines wider than {PRINT_WIDTH} columns:\n" + \
+    assert not wide, f"{len(wide)} printed lines wider than {PAGE_WIDTH} columns:\n" + \
         "\n".join(wide)
 
 
