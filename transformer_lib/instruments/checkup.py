@@ -3,15 +3,18 @@
     python -m transformer_lib doctor        # in a terminal
     tl.doctor()                             # in a notebook cell
 
-One line per check, ``ok`` or ``!!`` with the reason and what to do.
+One entry per check, ``ok`` or ``!!`` with the reason and what to do,
+wrapped to the book's page: a long path or URL continues on the next line.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 
+from ..model.transformer import PAGE_COLUMNS
 from ..translation.provenance import package_version
 
 MIN_PYTHON = (3, 10)
@@ -25,10 +28,36 @@ class Check:
     detail: str      # what was found
     fix: str = ""    # what to do, when not ok
 
-    def line(self) -> str:
+    def text(self, width: int = PAGE_COLUMNS) -> str:
+        """``ok  name  detail`` (or ``!!`` and the fix), in lines of at
+        most ``width`` columns; continuation lines are indented."""
         mark = "ok" if self.ok else "!!"
         fix = f" -- {self.fix}" if self.fix else ""
-        return f"{mark}  {self.name:<10} {self.detail}{fix}"
+        head = f"{mark}  {self.name:<10} "
+        return _wrap(f"{self.detail}{fix}", width, head)
+
+
+def _wrap(text: str, width: int, head: str) -> str:
+    """Fill lines of ``width`` columns after ``head``, like ``textwrap``,
+    except that a word too long for a line (a path, a URL) is cut after
+    a ``/`` (or, with no ``/`` in reach, anywhere) and its pieces are
+    not separated by a space."""
+    room = width - len(head)
+    lines, line = [], ""
+    for word in text.split():
+        parts = re.findall(r"[^/]*/|[^/]+", word) if len(word) > room \
+            else [word]
+        pieces = [part[i:i + room] for part in parts
+                  for i in range(0, len(part), room)]
+        for i, piece in enumerate(pieces):
+            glue = "" if i > 0 or not line else " "
+            if line and len(line) + len(glue) + len(piece) > room:
+                lines.append(line)
+                line, glue = "", ""
+            line += glue + piece
+    lines.append(line)
+    indent = " " * len(head)
+    return "\n".join([head + lines[0]] + [indent + x for x in lines[1:]])
 
 
 def _major_minor(version: str) -> tuple[int, int]:
@@ -138,8 +167,9 @@ def checks(data_dir=None) -> list[Check]:
 
 
 def doctor(data_dir=None) -> bool:
-    """Print one line per check; return whether all of them are ok."""
+    """Print each check (one line, or more for a long path); return
+    whether all of them are ok."""
     results = checks(data_dir)
     for check in results:
-        print(check.line())
+        print(check.text())
     return all(check.ok for check in results)
