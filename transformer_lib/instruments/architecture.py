@@ -117,8 +117,11 @@ def architecture_svg(link: Callable[[str], str] | None = None) -> str:
     # the decoder's output layer
     dec_top, dec_frame, _ = tops["dec"]
     centre = right + BOX_W / 2
-    head = [("Linear + softmax", "TransformerDecoder.dense", "output",
-             "08_translator")]
+    # The model returns logits; the softmax is taken by what reads them.
+    head = [("Linear", "TransformerDecoder.dense", "output",
+             "08_translator"),
+            ("Softmax", "sequence_loss, beam_search", "output",
+             "07_first_model")]
     parts.append(_arrow(centre, dec_top, dec_frame - GAP + 2))
     p, ys = _column(right, dec_frame - GAP, head, link)
     top = ys[-1]
