@@ -296,9 +296,10 @@ def check_batch(model, batch) -> None:
 def train_step(model, batch, optimizer, lr, config, *, scaler=None,
                dtype=None, loss_weight: float = 1.0):
     """One optimiser step on one batch, with teacher forcing: the decoder
-    reads the target shifted right by one (``tgt_in``: <bos> y1 .. yn)
-    and learns to predict every next token (``tgt_out``: y1 .. yn <eos>)
-    in one parallel pass.  Returns the batch's (label-smoothed) loss.
+    reads the target y shifted right by one (``tgt_in``: <bos>, then y
+    without its last token) and learns to predict every next token
+    (``tgt_out``: y, which ends in <eos>) in one parallel pass.  Returns
+    the batch's (label-smoothed) loss.
 
     dtype: autocast's dtype for the matrix products (``None``: float32);
     scaler: float16's loss scaler (``None``: no scaling, a no-op);
