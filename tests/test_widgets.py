@@ -126,6 +126,12 @@ def test_loss_curves_plot_every_run_against_seconds():
     assert [list(line.get_xdata()) for line in left.lines] == [[1, 2, 3], [2, 4]]
     assert len(right.lines) == 1 and list(right.lines[0].get_ydata()) == [3.5]  # b has no validation
     assert left.get_xlabel() == "seconds of training"
+    # a race against a longer run: only its first seconds are drawn
+    fig = plot_loss_curves({"a": _history([1, 2, 3], [5, 4, 3], [(2, 1.0, 4.5), (3, 1.5, 3.5)]),
+                            "b": _history([2, 4], [6, 5])}, max_seconds=2)
+    left, right = fig.axes
+    assert [list(line.get_xdata()) for line in left.lines] == [[1, 2], [2]]
+    assert [list(line.get_ydata()) for line in right.lines] == [[4.5]]
 
 
 def test_live_loss_plot_redraws_one_display_at_most_every_interval(monkeypatch):

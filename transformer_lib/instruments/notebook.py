@@ -125,7 +125,9 @@ class LiveLossPlot:
     ``fit(..., callback=plot)``.
 
     label: the name of the run being trained; finished: ``{"label":
-    History}`` of earlier runs, drawn for comparison.  The figure is
+    History}`` of earlier runs, drawn for comparison; max_seconds: as in
+    :func:`~transformer_lib.instruments.plotting.plot_loss_curves`
+    (``None``: every point).  The figure is
     redrawn at most every ``every_seconds`` (drawing costs wall-clock time,
     which ``fit`` does not count as training time)
     and always by :meth:`finish`.  In a saved notebook only the last
@@ -133,9 +135,10 @@ class LiveLossPlot:
     """
 
     def __init__(self, label: str, finished: dict | None = None, *,
-                 every_seconds: float = 10.0):
+                 every_seconds: float = 10.0,
+                 max_seconds: float | None = None):
         self.label, self.finished = label, dict(finished or {})
-        self.every_seconds = every_seconds
+        self.every_seconds, self.max_seconds = every_seconds, max_seconds
         self.handle, self.last_draw, self.draws = None, float("-inf"), 0
 
     def __call__(self, history) -> None:
@@ -151,7 +154,8 @@ class LiveLossPlot:
 
         from .plotting import figure_to_png, plot_loss_curves
 
-        curves = plot_loss_curves({**self.finished, self.label: history})
+        curves = plot_loss_curves({**self.finished, self.label: history},
+                                  max_seconds=self.max_seconds)
         image = Image(figure_to_png(curves))
         if self.handle is None:
             self.handle = display(image, display_id=True)
