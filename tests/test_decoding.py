@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.translation.decoding import greedy_decode_uncached, length_penalty
+from transformer_lib.translation.decoding import greedy_decode_uncached, gnmt_length_penalty
 
 SRC_VOCAB, TGT_VOCAB = 40, 35
 
@@ -118,11 +118,11 @@ def test_length_penalty_is_gnmts_formula():
     for alpha in (0.6, 1.0, 0.25):
         expected = torch.tensor([[(5 + n) ** alpha / 6 ** alpha for n in row]
                                  for row in lengths.tolist()])
-        torch.testing.assert_close(length_penalty(lengths, alpha), expected)
-        torch.testing.assert_close(length_penalty(lengths.float(), alpha), expected)
-    assert torch.equal(length_penalty(lengths, 0.0), torch.ones(2, 3))     # alpha 0: no penalty
-    assert length_penalty(torch.tensor([1.0]), 0.6).item() == 1.0          # |y| = 1: (6/6)^alpha
-    longer = length_penalty(torch.arange(1.0, 20.0), 0.6)
+        torch.testing.assert_close(gnmt_length_penalty(lengths, alpha), expected)
+        torch.testing.assert_close(gnmt_length_penalty(lengths.float(), alpha), expected)
+    assert torch.equal(gnmt_length_penalty(lengths, 0.0), torch.ones(2, 3))     # alpha 0: no penalty
+    assert gnmt_length_penalty(torch.tensor([1.0]), 0.6).item() == 1.0          # |y| = 1: (6/6)^alpha
+    longer = gnmt_length_penalty(torch.arange(1.0, 20.0), 0.6)
     assert (longer.diff() > 0).all()                                      # grows with |y|
 
 
@@ -134,7 +134,7 @@ def test_beam_search_divides_by_the_length_penalty(model):
         out = tl.beam_search(model, src, lens, bos_id=1, eos_id=2, max_len=7, beam_size=3,
                              length_penalty=alpha, on_step=steps.append)
         last = steps[-1]
-        best = (last.scores / length_penalty(last.lengths, alpha)).argmax(dim=1)
+        best = (last.scores / gnmt_length_penalty(last.lengths, alpha)).argmax(dim=1)
         assert torch.equal(out, last.tokens[torch.arange(3), best, 1:])
 
 

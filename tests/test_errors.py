@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.translation.decoding import length_penalty
+from transformer_lib.translation.decoding import gnmt_length_penalty
 
 D, H = 16, 4
 mha = tl.MultiHeadAttention(D, H)
@@ -80,13 +80,14 @@ CASES = {
         (lambda: tl.beam_search(model, tokens, bos_id=1, eos_id=2, max_len=3, length_penalty=-0.6),
          ValueError, "length_penalty must be a finite number >= 0"),
     "length penalty with alpha NaN":
-        (lambda: length_penalty(torch.ones(3), float("nan")), ValueError, "alpha"),
-    "length penalty with a string alpha": (lambda: length_penalty(torch.ones(3), "0.6"), ValueError, "alpha"),
+        (lambda: gnmt_length_penalty(torch.ones(3), float("nan")), ValueError, "alpha"),
+    "length penalty with a string alpha":
+        (lambda: gnmt_length_penalty(torch.ones(3), "0.6"), ValueError, "alpha"),
     "length penalty of negative lengths":
-        (lambda: length_penalty(torch.tensor([3, -1]), 0.6), ValueError, "lengths must be >= 0"),
-    "length penalty of a list": (lambda: length_penalty([3, 4], 0.6), TypeError, "lengths"),
+        (lambda: gnmt_length_penalty(torch.tensor([3, -1]), 0.6), ValueError, "lengths must be >= 0"),
+    "length penalty of a list": (lambda: gnmt_length_penalty([3, 4], 0.6), TypeError, "lengths"),
     "length penalty of boolean lengths":
-        (lambda: length_penalty(torch.ones(3, dtype=torch.bool), 0.6), TypeError, "lengths"),
+        (lambda: gnmt_length_penalty(torch.ones(3, dtype=torch.bool), 0.6), TypeError, "lengths"),
     "FFN input of the wrong width":
         (lambda: tl.PositionWiseFFN(32, D)(torch.randn(2, 3, 8)), ValueError, "X"),
     "AddNorm with different shapes": (lambda: tl.AddNorm(D)(X, X[:, :3]), ValueError, "X .* and Y"),

@@ -33,7 +33,8 @@ from .model import (AddNorm, AdditiveAttention, AttentionMaps, BlockCache,
                     sinusoidal_encoding, split_heads, transpose_output,
                     transpose_qkv)
 from .instruments.heads import head_confidence
-from .translation.decoding import beam_search, greedy_decode, length_penalty
+from .translation.decoding import (beam_search, gnmt_length_penalty,
+                                   greedy_decode)
 
 __version__ = "0.2.0"
 
@@ -46,8 +47,8 @@ __all__ = [
     "Transformer", "TransformerConfig", "TransformerDecoder",
     "TransformerDecoderBlock", "TransformerEncoder",
     "TransformerEncoderBlock", "attention_mask", "beam_search", "doctor",
-    "fused_from_separate", "greedy_decode", "head_confidence",
-    "instruments", "intervene", "length_penalty", "masked_softmax",
+    "fused_from_separate", "gnmt_length_penalty", "greedy_decode",
+    "head_confidence", "instruments", "intervene", "masked_softmax",
     "merge_heads", "model", "post_norm_from_separate", "record_attention",
     "record_gradient_norms", "scaled_dot_product_attention",
     "separate_from_fused", "sinusoidal_encoding", "split_heads",

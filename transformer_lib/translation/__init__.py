@@ -28,8 +28,8 @@ from .checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from .data import (BASIC_MAX_TOKENS, BASIC_PREFIXES, SPECIAL_TOKENS, Batch,
                    BatchLoader, Split, TestGroup, Vocab, grouped_split,
                    load_pairs, preprocess, show_batch, tokenize)
-from .decoding import (beam_search, greedy_decode, greedy_decode_uncached,
-                       length_penalty)
+from .decoding import (beam_search, gnmt_length_penalty, greedy_decode,
+                       greedy_decode_uncached)
 from .distributed import Ranks, finish_distributed, init_distributed
 from .download import DataError, fra_eng_path, read_fra_eng
 from .published import everyday_log, load_everyday
@@ -58,9 +58,9 @@ __all__ = [
     "bleu", "bleu_from_counts", "bleu_steps", "bootstrap_bleu",
     "corpus_bleu", "decode_ids", "detokenize", "evaluate_bleu",
     "evaluate_loss", "everyday_log", "exact_matches", "finish_distributed",
-    "fit", "fra_eng_path", "greedy_decode", "greedy_decode_uncached",
-    "grouped_split", "held_out_bleu", "in_pieces", "init_distributed",
-    "learning_rate", "length_penalty", "load_checkpoint", "load_everyday",
+    "fit", "fra_eng_path", "gnmt_length_penalty", "greedy_decode",
+    "greedy_decode_uncached", "grouped_split", "held_out_bleu", "in_pieces",
+    "init_distributed", "learning_rate", "load_checkpoint", "load_everyday",
     "load_pairs", "make_optimizer", "mean_cross_attention", "pick_device",
     "precision_name", "preprocess", "read_fra_eng", "reversal_pairs",
     "reversal_run", "save_checkpoint", "score_d2l_examples",

@@ -128,11 +128,7 @@ def _check_alpha(name: str, alpha) -> None:
                          f"got {alpha!r}")
 
 
-def _gnmt_penalty(lengths, alpha):
-    return ((5.0 + lengths) / 6.0) ** alpha
-
-
-def length_penalty(lengths, alpha: float):
+def gnmt_length_penalty(lengths, alpha: float):
     """GNMT's length penalty (Wu et al. 2016), ``(5 + |y|)^alpha / 6^alpha``,
     computed as ``((5 + |y|) / 6) ** alpha``: what :func:`beam_search`
     divides each kept answer's total log-probability by.
@@ -152,7 +148,7 @@ def length_penalty(lengths, alpha: float):
     if lengths.numel() and bool((lengths < 0).any()):
         raise ValueError(f"lengths must be >= 0, got a minimum of "
                          f"{lengths.min().item()}")
-    return _gnmt_penalty(lengths, alpha)
+    return ((5.0 + lengths) / 6.0) ** alpha
 
 
 @dataclass
@@ -178,7 +174,7 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
     ``max_len`` steps (then unfinished prefixes compete too).
 
     Candidates are ranked by total log-probability while searching; the
-    final choice divides it by :func:`length_penalty` with ``alpha =
+    final choice divides it by :func:`gnmt_length_penalty` with ``alpha =
     length_penalty`` (GNMT's, Wu et al. 2016; a prefix's length counts its
     tokens up to ``eos_id`` included, or ``max_len``), so that longer
     translations are not lost merely for having more factors below 1.
@@ -238,8 +234,7 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
                                  finished.reshape(B, k)))
             if bool(finished.all()):
                 break
-    # length_penalty(), unchecked (this function's argument hides its name)
-    penalty = _gnmt_penalty(lengths, length_penalty)
+    penalty = gnmt_length_penalty(lengths, length_penalty)
     normalised = (scores.reshape(-1) / penalty).reshape(B, k)
     best = normalised.argmax(dim=1) + first_beam[:, 0]
     return tokens[best, 1:]
