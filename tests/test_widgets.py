@@ -126,12 +126,6 @@ def test_loss_curves_plot_every_run_against_seconds():
     assert [list(line.get_xdata()) for line in left.lines] == [[1, 2, 3], [2, 4]]
     assert len(right.lines) == 1 and list(right.lines[0].get_ydata()) == [3.5]  # b has no validation
     assert left.get_xlabel() == "seconds of training"
-    # a race against a longer run: only its first seconds are drawn
-    fig = plot_loss_curves({"a": _history([1, 2, 3], [5, 4, 3], [(2, 1.0, 4.5), (3, 1.5, 3.5)]),
-                            "b": _history([2, 4], [6, 5])}, max_seconds=2)
-    left, right = fig.axes
-    assert [list(line.get_xdata()) for line in left.lines] == [[1, 2], [2]]
-    assert [list(line.get_ydata()) for line in right.lines] == [[4.5]]
 
 
 def test_live_loss_plot_redraws_one_display_at_most_every_interval(monkeypatch):
@@ -162,3 +156,22 @@ def test_live_loss_plot_redraws_one_display_at_most_every_interval(monkeypatch):
     plot.finish(history)          # the final state is always drawn, into the same display
     assert [kind for kind, _ in shown] == ["display", "update"] and plot.draws == 2
     assert shown[-1][1].data.startswith(b"\x89PNG")
+
+
+def test_live_loss_plot_races_against_the_start_of_an_earlier_run(monkeypatch):
+    import transformer_lib.instruments.plotting as plotting
+    from transformer_lib.instruments.notebook import LiveLossPlot
+
+    drawn = []
+    monkeypatch.setattr(plotting, "plot_loss_curves", lambda runs: drawn.append(runs))
+    monkeypatch.setattr(plotting, "figure_to_png", lambda fig: b"")
+    monkeypatch.setattr("IPython.display.display", lambda obj, display_id=False: None)
+    earlier = _history([1, 2, 3], [5, 4, 3], [(2, 1.0, 4.5), (3, 1.5, 3.5)])
+    plot = LiveLossPlot("GRU", {"Transformer": earlier}, compare_until=2)
+    live = _history([1, 2.5], [6, 5], [(2.5, 1.0, 4.0)])   # its own budget ends a little late
+    plot.finish(live)
+    [runs] = drawn
+    assert runs["Transformer"].seconds == [1, 2] and runs["Transformer"].train_loss == [5, 4]
+    assert [v.loss for v in runs["Transformer"].validation] == [4.5]
+    assert runs["GRU"] is live                          # the run being trained: every point
+    assert len(earlier.seconds) == 3                    # the earlier run itself is untouched

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import json
 import operator
@@ -119,15 +120,26 @@ def report(name: str, value) -> float:
     return value
 
 
+def _first_seconds(history, seconds: float):
+    """A copy of ``history`` holding its points up to ``seconds`` of
+    training, to draw (its totals stay those of the whole run)."""
+    shown = sum(t <= seconds for t in history.seconds)   # they ascend
+    return dataclasses.replace(
+        history, steps=history.steps[:shown],
+        seconds=history.seconds[:shown],
+        train_loss=history.train_loss[:shown],
+        validation=[v for v in history.validation if v.seconds <= seconds])
+
+
 class LiveLossPlot:
     """A loss plot that redraws itself in place while
     :func:`~transformer_lib.translation.training.fit` trains: pass it as
     ``fit(..., callback=plot)``.
 
     label: the name of the run being trained; finished: ``{"label":
-    History}`` of earlier runs, drawn for comparison; max_seconds: as in
-    :func:`~transformer_lib.instruments.plotting.plot_loss_curves`
-    (``None``: every point).  The figure is
+    History}`` of earlier runs, drawn for comparison; compare_until: draw
+    those only up to that many seconds of training (a race against their
+    start; ``None``: all of them).  The figure is
     redrawn at most every ``every_seconds`` (drawing costs wall-clock time,
     which ``fit`` does not count as training time)
     and always by :meth:`finish`.  In a saved notebook only the last
@@ -136,9 +148,12 @@ class LiveLossPlot:
 
     def __init__(self, label: str, finished: dict | None = None, *,
                  every_seconds: float = 10.0,
-                 max_seconds: float | None = None):
+                 compare_until: float | None = None):
         self.label, self.finished = label, dict(finished or {})
-        self.every_seconds, self.max_seconds = every_seconds, max_seconds
+        if compare_until is not None:
+            self.finished = {name: _first_seconds(run, compare_until)
+                             for name, run in self.finished.items()}
+        self.every_seconds = every_seconds
         self.handle, self.last_draw, self.draws = None, float("-inf"), 0
 
     def __call__(self, history) -> None:
@@ -154,8 +169,7 @@ class LiveLossPlot:
 
         from .plotting import figure_to_png, plot_loss_curves
 
-        curves = plot_loss_curves({**self.finished, self.label: history},
-                                  max_seconds=self.max_seconds)
+        curves = plot_loss_curves({**self.finished, self.label: history})
         image = Image(figure_to_png(curves))
         if self.handle is None:
             self.handle = display(image, display_id=True)

@@ -4,7 +4,6 @@ curves (matplotlib; each function returns its figure)."""
 from __future__ import annotations
 
 import io
-import math
 
 import numpy as np
 
@@ -87,7 +86,7 @@ def plot_positional_encoding(P, *, columns=(6, 7, 8, 9), figsize=(10, 3.2)):
     return fig
 
 
-def plot_loss_curves(histories, *, figsize=(10, 3.6), max_seconds=None):
+def plot_loss_curves(histories, *, figsize=(10, 3.6)):
     """Loss against training time for runs of
     :func:`~transformer_lib.translation.training.fit`.
 
@@ -95,21 +94,16 @@ def plot_loss_curves(histories, *, figsize=(10, 3.6), max_seconds=None):
     mean over each log interval); right: the validation loss after each
     epoch (or at the end of a time budget).  Both against seconds of
     training, so that runs of different speed compare at equal cost.
-    max_seconds: draw only the points up to that many seconds (a race
-    against a run that went on longer); ``None``: all of them.
     """
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=figsize, sharex=True)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    last = math.inf if max_seconds is None else max_seconds
     for (label, h), colour in zip(histories.items(), colours):
-        shown = sum(t <= last for t in h.seconds)      # seconds ascend
-        left.plot(h.seconds[:shown], h.train_loss[:shown], color=colour,
-                  linewidth=1, label=label)
-        validation = [v for v in h.validation if v.seconds <= last]
-        if validation:
-            right.plot([v.seconds for v in validation],
-                       [v.loss for v in validation], "o-", color=colour,
+        left.plot(h.seconds, h.train_loss, color=colour, linewidth=1,
+                  label=label)
+        if h.validation:
+            right.plot([v.seconds for v in h.validation],
+                       [v.loss for v in h.validation], "o-", color=colour,
                        label=label)
     left.set_title("training loss (label-smoothed)")
     right.set_title("validation loss")
