@@ -26,6 +26,14 @@ def run(out, seed, *args, processes=2):
     return result
 
 
+def failure(result) -> str:
+    """What a failed torchrun printed: its workers' error lines (torchrun's own traceback, which
+    ends its output, says only that a worker failed), then the end."""
+    errors = [line for line in result.stderr.splitlines()
+              if "rror" in line or "what()" in line or "terminate" in line]
+    return "\n".join(errors[:20]) + "\n...\n" + result.stderr[-1000:]
+
+
 def largest_difference(a, b):
     return max((a[name] - b[name]).abs().max().item() for name in a)
 
@@ -34,7 +42,7 @@ def largest_difference(a, b):
 def test_two_processes_train_as_one_over_the_same_batches(tmp_path, seed):
     two, one = tmp_path / "two.pt", tmp_path / "one.pt"
     result = run(two, seed)
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.returncode == 0, failure(result)
     assert run(one, seed, processes=1).returncode == 0
     two, one = torch.load(two), torch.load(one)
     assert two["world_size"] == 2 and one["world_size"] == 1
@@ -52,7 +60,7 @@ def test_two_processes_resume_from_rank_0s_checkpoint(tmp_path):
     run(tmp_path / "never.pt", 1, "--state", str(state), "--stop-after-epoch", "2")
     assert state.is_file() and not (tmp_path / "never.pt").exists()
     result = run(resumed, 1, "--state", str(state), "--resume")
-    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.returncode == 0, failure(result)
     whole, resumed = torch.load(whole), torch.load(resumed)
     assert largest_difference(whole["weights"], resumed["weights"]) < TOLERANCE
     assert resumed["losses"] == pytest.approx(whole["losses"], abs=TOLERANCE)

@@ -132,6 +132,9 @@ def barrier(ranks: Ranks) -> None:
 
 
 def finish_distributed(ranks: Ranks) -> None:
-    """Leave the process group (at the end of a torchrun process)."""
+    """Leave the process group (at the end of a torchrun process), all
+    ranks together: gloo aborts a process whose peer has already closed
+    its connections."""
     if ranks.several and dist.is_initialized():
+        dist.barrier()
         dist.destroy_process_group()
