@@ -90,6 +90,8 @@ CASES = {
         (lambda: gnmt_length_penalty(torch.ones(3, dtype=torch.bool), 0.6), TypeError, "lengths"),
     "FFN input of the wrong width":
         (lambda: tl.PositionWiseFFN(32, D)(torch.randn(2, 3, 8)), ValueError, "X"),
+    "FFN with zero inputs (not the default)":
+        (lambda: tl.PositionWiseFFN(32, D, num_inputs=0), ValueError, "num_inputs"),
     "AddNorm with different shapes": (lambda: tl.AddNorm(D)(X, X[:, :3]), ValueError, "X .* and Y"),
     "config with heads not dividing hiddens":
         (lambda: tl.TransformerConfig(10, 10, num_hiddens=30, num_heads=4), ValueError, "num_heads"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from .._checks import check_positive_int, check_tensor
+from .._checks import check_positive_int, check_tensor, size_or
 
 
 class PositionWiseFFN(nn.Module):
@@ -25,8 +25,7 @@ class PositionWiseFFN(nn.Module):
         super().__init__()
         check_positive_int("ffn_num_hiddens", ffn_num_hiddens)
         check_positive_int("ffn_num_outputs", ffn_num_outputs)
-        self.num_inputs = num_inputs or ffn_num_outputs
-        check_positive_int("num_inputs", self.num_inputs)
+        self.num_inputs = size_or("num_inputs", num_inputs, ffn_num_outputs)
         self.dense1 = nn.Linear(self.num_inputs, ffn_num_hiddens, bias=bias)
         self.relu = nn.ReLU()
         self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs, bias=bias)
