@@ -15,8 +15,8 @@ def head_confidence(model, loader) -> dict[tuple[str, int, int], float]:
     """Each head's largest attention weight, averaged over the real
     queries of every batch of ``loader`` (teacher-forced passes in
     evaluation mode).  As Voita et al. do, the weight on the source's
-    ``<eos>`` is left out: heads with nothing to do park their weight
-    there.
+    ``<eos>`` is left out (a head with nothing to do may park its weight
+    there).
 
     model:  an encoder-decoder with ``attention_maps`` (a Transformer).
     loader: batches with ``src`` ``(B, S)``, ``tgt_in`` ``(B, T)`` and
