@@ -136,5 +136,5 @@ def finish_distributed(ranks: Ranks) -> None:
     ranks together: gloo aborts a process whose peer has already closed
     its connections."""
     if ranks.several and dist.is_initialized():
-        dist.barrier()
+        barrier(ranks)
         dist.destroy_process_group()
