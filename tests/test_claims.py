@@ -2,6 +2,7 @@
 
 import importlib.util
 import json
+import re
 
 import nbformat
 import pytest
@@ -93,3 +94,29 @@ def test_each_kind_reaches_the_kernel_and_leaves_this_process_alone(tmp_path, mo
     assert [r["claims"][0]["held"] for r in runs] == [True, False]
     assert claims.os.environ["TRANSFORMER_LIB_PRECISION"] == "bfloat16"
     assert "TRANSFORMER_LIB_CLAIMS" not in claims.os.environ
+
+
+def test_the_appendix_table_has_a_row_for_every_claim_of_every_chapter():
+    # book/claims.md shows the README's table between these markers: a claim added to a chapter
+    # without a run of the matrix would be missing from it
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("<!-- claims-table:start -->")[1].split("<!-- claims-table:end")[0]
+    assert "<!-- claims-table:start -->" in (ROOT / "book" / "claims.md").read_text()
+    rows = set()
+    for line in table.splitlines():
+        cells = [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line)]
+        if len(cells) > 3 and cells[1].isdigit():
+            rows.add((cells[1], cells[2]))
+    assert len(rows) > 50
+    missing = []
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        chapter = path.name[:2]
+        for cell in nbformat.read(path, as_version=4).cells:
+            for call in re.finditer(r'\b(?:claim|report)\(\s*(f?)"([^"]*)"', cell.source):
+                is_f, name = call.groups()
+                # an f-string's fields match anything; a row may add a note in brackets
+                pattern = re.sub(r"\\\{[^}]*\\\}", ".*", re.escape(name)) if is_f else re.escape(name)
+                if not any(row_chapter == chapter and re.fullmatch(pattern + r"( \(.*\))?", row)
+                           for row_chapter, row in rows):
+                    missing.append(f"{path.name}: {name}")
+    assert not missing, missing
