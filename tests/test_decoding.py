@@ -1,6 +1,7 @@
 """Incremental decoding with the key/value cache equals full-sequence decoding."""
 
 import copy
+import itertools
 
 import pytest
 import torch
@@ -136,6 +137,67 @@ def test_beam_search_divides_by_the_length_penalty(model):
         last = steps[-1]
         best = (last.scores / gnmt_length_penalty(last.lengths, alpha)).argmax(dim=1)
         assert torch.equal(out, last.tokens[torch.arange(3), best, 1:])
+
+
+def prefix_log_probs(model, src, lens, tokens, eos_id):
+    """The model's own log-probability of each row of ``tokens`` (``<bos>`` first), from one
+    uncached pass: a beam's score, computed without the search or its cache. Tokens after the
+    first ``eos_id`` add nothing (a finished beam only repeats it)."""
+    with torch.no_grad():
+        log_p = model(src, tokens[:, :-1], lens).float().log_softmax(-1)
+    chosen = log_p.gather(2, tokens[:, 1:, None]).squeeze(-1)
+    is_eos = (tokens[:, 1:] == eos_id).long()
+    ended_before = (is_eos.cumsum(1) - is_eos) > 0
+    return chosen.masked_fill(ended_before, 0.0).sum(1), (~ended_before).sum(1)
+
+
+def test_every_kept_beam_scores_its_prefix_as_the_model_does(model):
+    src, lens = torch.randint(4, SRC_VOCAB, (2, 5)), torch.tensor([5, 3])
+    with torch.no_grad():            # an eos likely enough that some beams finish early
+        model.decoder.dense.bias[2] += 2.0
+    steps = []
+    tl.beam_search(model, src, lens, bos_id=1, eos_id=2, max_len=6, beam_size=3,
+                   on_step=steps.append)
+    assert any(step.finished.any() and not step.finished.all() for step in steps)
+    for step in steps:
+        tokens = step.tokens.reshape(6, -1)                          # (B k, t + 1)
+        scores, lengths = prefix_log_probs(model, src.repeat_interleave(3, 0),
+                                           lens.repeat_interleave(3), tokens, eos_id=2)
+        torch.testing.assert_close(step.scores.reshape(-1), scores, atol=1e-4, rtol=1e-5)
+        assert torch.equal(step.lengths.reshape(-1), lengths.float())
+
+
+def test_a_beam_as_wide_as_every_answer_finds_the_best_one():
+    # target words 2 (<eos>) to 5; an answer ends at its first <eos> or after 3 words: 1 + 3 +
+    # 36 answers in all. A beam of that width keeps every prefix, so it must return the answer
+    # with the best length-normalised log-probability, found here by scoring every answer.
+    pad, bos, eos, max_len = 0, 1, 2, 3
+    torch.manual_seed(0)
+    small = tl.Transformer(tl.TransformerConfig(SRC_VOCAB, 6, num_hiddens=32, ffn_num_hiddens=64,
+                                                num_heads=4, num_enc_blks=2, num_dec_blks=2,
+                                                dropout=0.0)).eval()
+    with torch.no_grad():            # an <eos> likely enough that short answers can win
+        small.decoder.dense.bias[eos] += 1.5
+    src, lens = torch.randint(4, SRC_VOCAB, (4, 5)), torch.tensor([5, 4, 2, 1])
+    answers = [list(a) for n in range(1, max_len + 1) for a in itertools.product(range(2, 6), repeat=n)
+               if eos not in a[:-1] and (a[-1] == eos or n == max_len)]
+    log_p, length = [], []
+    for answer in answers:
+        tokens = torch.tensor([[bos, *answer]]).expand(4, -1)
+        score, n = prefix_log_probs(small, src, lens, tokens, eos)
+        log_p.append(score)
+        length.append(n)
+    log_p, length = torch.stack(log_p), torch.stack(length)         # (answers, B)
+    assert len(answers) == 40
+    best = {}
+    for alpha in (0.0, 0.6, 2.0):
+        out = tl.beam_search(small, src, lens, bos_id=bos, eos_id=eos, pad_id=pad,
+                             max_len=max_len, beam_size=len(answers), length_penalty=alpha)
+        best[alpha] = [answers[i] for i in (log_p / ((5 + length) / 6) ** alpha).argmax(0)]
+        expected = [a + [eos] * (out.shape[1] - len(a)) for a in best[alpha]]
+        assert out.tolist() == expected, alpha
+    # the penalty decides some answers here: each alpha picks another set
+    assert best[0.0] != best[0.6] and best[0.6] != best[2.0] and best[0.0] != best[2.0]
 
 
 @pytest.fixture
