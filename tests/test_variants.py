@@ -1,6 +1,7 @@
 """Chapter 10's variants: the decoder-only model, tied embeddings, greedy decoding without a
 cache, and the reversal task."""
 
+import importlib
 import random
 
 import pytest
@@ -199,6 +200,43 @@ def test_reversal_pairs_and_exact_matches():
     answers = torch.tensor([[5, 6, 2, 2, 2], [7, 8, 5, 2, 2]])
     assert exact_matches(answers, tgt_out).tolist() == [True, False]
     assert exact_matches(answers[:, :2], tgt_out).tolist() == [False, False]  # too short
+
+
+def test_drawing_from_sequences_that_are_all_avoided_stops_with_an_error():
+    singles = {(digit,) for digit in "0123456789"}
+    with pytest.raises(ValueError, match="avoid holds all 10 sequences"):
+        reversal_pairs(1, random.Random(0), 1, 1, avoid=singles)     # used to loop forever
+    assert len(reversal_pairs(3, random.Random(0), 1, 2, avoid=singles)) == 3
+    assert reversal_pairs(0, random.Random(0), 1, 1, avoid=singles) == []
+    with pytest.raises(ValueError, match="max_digits"):  # 4000 pairs cover all 110 of 1-2 digits
+        ReversalTask(min_digits=1, max_digits=2)
+    with pytest.raises(TypeError, match="rng must be a random.Random"):
+        reversal_pairs(3, 0, 1, 2)
+
+
+def test_a_run_scores_the_share_of_test_pairs_reversed_exactly(monkeypatch):
+    # a stand-in decoder, right where a source starts with an even digit and one digit too long
+    # elsewhere: the accuracy must be the share of such test pairs, counted from the pairs
+    task = ReversalTask(num_train=100, num_val=20, num_test=60, seed=2)
+    vocab = task.vocab
+
+    def half_right(model, src, src_valid_lens, *, bos_id, eos_id, pad_id, max_len):
+        answers = []
+        for ids, n in zip(src.tolist(), src_valid_lens.tolist()):
+            digits = ids[:n - 1]                                     # without <eos>
+            right = int(vocab.to_tokens([digits[0]])[0]) % 2 == 0
+            answers.append(digits[::-1] + ([] if right else digits[:1]) + [eos_id])
+        width = max(len(a) for a in answers)
+        return torch.tensor([a + [eos_id] * (width - len(a)) for a in answers])
+
+    reversal = importlib.import_module("transformer_lib.translation.reversal")
+    monkeypatch.setattr(reversal, "greedy_decode", half_right)
+    monkeypatch.setattr(reversal, "greedy_decode_uncached", half_right)
+    expected = sum(int(x[0]) % 2 == 0 for x, _ in task.test) / len(task.test)
+    assert 0.2 < expected < 0.8
+    config = TrainConfig(epochs=1, lr=1e-3, warmup_steps=5, device="cpu", precision="float32")
+    for model in (encoder_decoder(), decoder_only()):
+        assert reversal_run(model, task, config, batch_size=50).accuracy == pytest.approx(expected)
 
 
 def test_a_reversal_task_holds_out_what_it_trains_on_and_a_run_scores_it():

@@ -27,10 +27,7 @@ def reversal_pairs(count: int, rng: random.Random, min_digits: int,
     """``count`` (digits, reversed digits) pairs of ``min_digits`` to
     ``max_digits`` digits drawn with ``rng``; no digit sequence (a tuple)
     that is in ``avoid``."""
-    check_positive_int("min_digits", min_digits)
-    if max_digits < min_digits:
-        raise ValueError(f"max_digits must be >= min_digits "
-                         f"({min_digits}), got {max_digits}")
+    _check_draw(count, rng, min_digits, max_digits, avoid)
     pairs = []
     while len(pairs) < count:
         length = rng.randint(min_digits, max_digits)
@@ -38,6 +35,28 @@ def reversal_pairs(count: int, rng: random.Random, min_digits: int,
         if tuple(x) not in avoid:
             pairs.append((x, x[::-1]))
     return pairs
+
+
+def _check_draw(count, rng, min_digits, max_digits, avoid) -> None:
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValueError(f"count must be an int >= 0, got {count!r}")
+    if not isinstance(rng, random.Random):
+        raise TypeError(f"rng must be a random.Random (e.g. "
+                        f"random.Random(0)), got {type(rng).__name__}")
+    check_positive_int("min_digits", min_digits)
+    check_positive_int("max_digits", max_digits)
+    if max_digits < min_digits:
+        raise ValueError(f"max_digits must be >= min_digits "
+                         f"({min_digits}), got {max_digits}")
+    possible = sum(len(DIGITS) ** n
+                   for n in range(min_digits, max_digits + 1))
+    if count and sum(min_digits <= len(x) <= max_digits
+                     for x in avoid) >= possible:
+        # drawing would never end: every sequence is to be avoided
+        raise ValueError(
+            f"avoid holds all {possible} sequences of {min_digits} to "
+            f"{max_digits} digits, so no pair can be drawn; allow longer "
+            f"sequences (max_digits) or train on fewer pairs")
 
 
 def exact_matches(answers, tgt_out, pad_id: int = Vocab.pad):
