@@ -258,7 +258,7 @@ def test_decode_ids_batches_beams_by_rows(model, monkeypatch):
     translate = importlib.import_module("transformer_lib.translation.translate")
 
     words = [f"w{i}" for i in range(SRC_VOCAB - 4)]
-    vocab = Vocab([words])
+    vocab, tgt_vocab = Vocab([words]), Vocab([words[:TGT_VOCAB - 4]])
     sources = [words[i:i + 1 + i % 5] for i in range(12)]
     calls = []
 
@@ -268,10 +268,10 @@ def test_decode_ids_batches_beams_by_rows(model, monkeypatch):
 
     monkeypatch.setattr(translate, "beam_search", watched)
     args = dict(beam_size=4, max_len=6)
-    out = decode_ids(model, sources, vocab, vocab, batch_size=16, **args)
+    out = decode_ids(model, sources, vocab, tgt_vocab, batch_size=16, **args)
     assert calls == [4, 4, 4]                    # 16 rows: 4 sources x 4 beams per call
-    assert out == decode_ids(model, sources, vocab, vocab, batch_size=400, **args)
+    assert out == decode_ids(model, sources, vocab, tgt_vocab, batch_size=400, **args)
     with pytest.raises(ValueError, match="beam_size"):
-        decode_ids(model, sources, vocab, vocab, beam_size=0)
+        decode_ids(model, sources, vocab, tgt_vocab, beam_size=0)
     with pytest.raises(ValueError, match="batch_size"):
-        decode_ids(model, sources, vocab, vocab, batch_size=0)
+        decode_ids(model, sources, vocab, tgt_vocab, batch_size=0)

@@ -8,10 +8,13 @@ tl.FusedSelfAttention, the blocks) -- on any device: a direct call is not a trai
 Inside a model's encode/decode the layers skip them (test_entry_points.py: no host read there, so no
 GPU synchronisation per layer and step)."""
 
+import numpy as np
 import pytest
 import torch
 
 import transformer_lib as tl
+from transformer_lib.translation import BatchLoader, Vocab, translate
+from transformer_lib.translation.translate import decode_ids
 from transformer_lib.translation.decoding import gnmt_length_penalty
 
 D, H = 16, 4
@@ -118,7 +121,48 @@ CASES = {
     "merge_heads of a rank-3 tensor": (lambda: tl.merge_heads(X), ValueError, "X must have 4"),
     "transpose_output with heads not dividing B*h":
         (lambda: tl.transpose_output(torch.randn(6, 5, 4), 4), ValueError, "num_heads"),
+    "decoding more steps than the model has positions":
+        (lambda: tl.greedy_decode(model, tokens, bos_id=1, max_len=9), ValueError,
+         r"max_len must be at most the model's max_len \(8"),
+    "a beam search of more steps than the model has positions":
+        (lambda: tl.beam_search(model, tokens, bos_id=1, eos_id=2, max_len=9), ValueError,
+         r"max_len must be at most the model's max_len \(8"),
+    "a numpy int for a size":
+        (lambda: tl.MultiHeadAttention(D, np.int64(H)), ValueError, r"num_heads .*pass int\("),
+    "a 0-d tensor into a layer of a given width":
+        (lambda: tl.PositionWiseFFN(8, D)(torch.tensor(1.0)), ValueError, "X must have last dim"),
 }
+
+# The data and translation functions the chapters call, with the mistakes a reader makes when
+# editing a cell: text where token lists go and the reverse, a vocabulary in the wrong place.
+letters = Vocab([list("abcdefghijklmnop")])                  # 20 tokens: the model's size
+more_letters = Vocab([list("abcdefghijklmnopqrst")])         # 24
+pair = (list("abc"), list("cba"))
+CASES.update({
+    "a vocabulary of strings, not token lists":
+        (lambda: Vocab(["the cat sat", "a dog"]), TypeError, "sentences must be a list of token"),
+    "pairs of strings": (lambda: BatchLoader([("a b", "b a")], letters, letters), TypeError,
+                         r"pairs must be .*pairs\[0\] is \('a b'"),
+    "one pair without the list around it":
+        (lambda: BatchLoader(pair, letters, letters), TypeError, r"pairs\[0\] is \['a'"),
+    "a float batch size": (lambda: BatchLoader([pair], letters, letters, 32.0), ValueError,
+                           "batch_size must be a positive int"),
+    "no target vocabulary": (lambda: BatchLoader([pair], letters, None), TypeError, "tgt_vocab"),
+    "sentences as text into decode_ids":
+        (lambda: decode_ids(model, ["a b", "c"], letters, letters), TypeError, "sources must be"),
+    "token lists into translate":
+        (lambda: translate(model, [["a", "b"]], letters, letters), TypeError,
+         r"sentences\[0\] must be a string"),
+    "a vocabulary larger than the model's":
+        (lambda: translate(model, ["a b"], more_letters, letters), ValueError,
+         "src_vocab has 24 tokens, more than the model's encoder"),
+    "translating with max_len 0":
+        (lambda: translate(model, ["a b"], letters, letters, max_len=0), ValueError, "max_len"),
+    "detokenize a string": (lambda: Vocab.detokenize("va !"), TypeError, "tokens must be a list"),
+    "to_tokens of a batch": (lambda: letters.to_tokens(tokens), ValueError, "ids must be one"),
+    "to_tokens of a negative id": (lambda: letters.to_tokens([-1]), ValueError, r"ids must lie in"),
+})
+
 
 def test_there_are_at_least_fifteen_cases():
     assert len(CASES) >= 15

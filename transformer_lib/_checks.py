@@ -50,14 +50,18 @@ def check_tensor(name: str, x, *, ndim=None, kind: str | None = None,
                              f"got shape {tuple(x.shape)}")
     if kind is not None and not _KINDS[kind](x):
         raise TypeError(f"{name} must have a {kind} dtype, got {x.dtype}")
-    if last_dim is not None and x.shape[-1] != last_dim:
+    if last_dim is not None and (x.dim() == 0 or x.shape[-1] != last_dim):
         raise ValueError(f"{name} must have last dimension {last_dim}, "
                          f"got shape {tuple(x.shape)}")
 
 
 def check_positive_int(name: str, value) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
+        kind = type(value)
+        hint = ("" if kind in (bool, int, float, str, type(None))
+                else f" ({kind.__module__}.{kind.__name__}: pass int(...))")
+        raise ValueError(f"{name} must be a positive int, got "
+                         f"{value!r}{hint}")
 
 
 def size_or(name: str, size, default: int) -> int:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .._checks import check_positive_int
+
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)  # ids 0, 1, 2, 3 in every vocabulary
 
@@ -80,6 +82,15 @@ def parse_pairs(raw_text: str, max_lines: int | None = None) -> list[Pair]:
     return pairs
 
 
+def check_token_lists(name: str, sequences) -> None:
+    """``sequences``: a list of token lists, not of strings (a string
+    would be read one character at a time)."""
+    if isinstance(sequences, str) or any(
+            isinstance(tokens, str) for tokens in sequences):
+        raise TypeError(f"{name} must be a list of token lists (e.g. "
+                        f"[text.split() for text in texts]), not of strings")
+
+
 class Vocab:
     """Token <-> id.  ``<pad> <bos> <eos> <unk>`` are always ids 0-3; the
     other tokens follow, most frequent first (ties alphabetical), keeping
@@ -88,6 +99,8 @@ class Vocab:
     pad, bos, eos, unk = range(4)
 
     def __init__(self, sentences=(), min_freq: int = 1):
+        sentences = list(sentences)     # it may be a generator
+        check_token_lists("sentences", sentences)
         counts = Counter(token for tokens in sentences for token in tokens)
         kept = [t for t, c in counts.items()
                 if c >= min_freq and t not in SPECIAL_TOKENS]
@@ -118,7 +131,15 @@ class Vocab:
         return self.token_to_idx.get(tokens, self.unk)
 
     def to_tokens(self, ids) -> list[str]:
-        return [self.idx_to_token[int(i)] for i in ids]
+        """Ids (a list or a 1-D tensor) -> their tokens."""
+        if isinstance(ids, torch.Tensor) and ids.dim() != 1:
+            raise ValueError(f"ids must be one sequence (a 1-D tensor), "
+                             f"got shape {tuple(ids.shape)}")
+        ids = [int(i) for i in ids]
+        if any(not 0 <= i < len(self) for i in ids):
+            raise ValueError(f"ids must lie in [0, {len(self)}), got "
+                             f"{min(ids)} to {max(ids)}")
+        return [self.idx_to_token[i] for i in ids]
 
     @staticmethod
     def tokenize(text: str) -> list[str]:
@@ -131,6 +152,9 @@ class Vocab:
     def detokenize(tokens) -> str:
         """Word tokens -> text, undoing the space that preprocessing put
         before ``, . ! ?`` (``"va !"`` -> ``"va!"``)."""
+        if isinstance(tokens, str):
+            raise TypeError(f"tokens must be a list of tokens, got the "
+                            f"string {tokens!r:.40} (split it first)")
         return re.sub(r" ([,.!?])", r"\1", " ".join(tokens))
 
     def unknown_share(self, sentences) -> float:
@@ -318,6 +342,17 @@ def pad_batch(sequences, pad_id: int = Vocab.pad) -> torch.Tensor:
     return torch.tensor(padded, dtype=torch.long)
 
 
+def _check_pairs(pairs) -> None:
+    """(source tokens, target tokens) pairs, each side a token list."""
+    for i, pair in enumerate(pairs):
+        if (isinstance(pair, str) or not hasattr(pair, "__len__")
+                or len(pair) != 2 or isinstance(pair[0], str)
+                or isinstance(pair[1], str)):
+            raise TypeError(f"pairs must be (source tokens, target tokens) "
+                            f"pairs of token lists; pairs[{i}] is "
+                            f"{pair!r:.60}")
+
+
 class BatchLoader:
     """Length-bucketed batches of ``(src, tgt)`` pairs, shuffled anew for
     every epoch.
@@ -341,9 +376,8 @@ class BatchLoader:
                  seed: int = 0, max_tokens: int | None = None):
         if batch_size is None and max_tokens is None:
             raise ValueError("give batch_size, max_tokens or both")
-        if batch_size is not None and batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, "
-                             f"got {batch_size}")
+        if batch_size is not None:
+            check_positive_int("batch_size", batch_size)
         if max_tokens is not None and (isinstance(max_tokens, bool) or
                                        not isinstance(max_tokens, int) or
                                        max_tokens <= 0):
@@ -351,6 +385,12 @@ class BatchLoader:
                              f"got {max_tokens!r}")
         if not pairs:
             raise ValueError("pairs is empty: there is nothing to batch")
+        _check_pairs(pairs)
+        for name, vocab in [("src_vocab", src_vocab),
+                            ("tgt_vocab", tgt_vocab)]:
+            if not hasattr(vocab, "eos"):
+                raise TypeError(f"{name} must be a vocabulary (Vocab), got "
+                                f"{type(vocab).__name__}")
         self.src = [encode_source(s, src_vocab) for s, _ in pairs]
         self.tgt = [tgt_vocab[list(t)] for _, t in pairs]
         self.tgt_eos = tgt_vocab.eos

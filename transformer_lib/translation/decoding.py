@@ -28,6 +28,13 @@ def never_written(bos_id: int, pad_id: int | None) -> list[int]:
 
 def _check_decoding(model, src, src_valid_lens, max_len, token_ids):
     check_positive_int("max_len", max_len)
+    decoder = getattr(model, "decoder", None)
+    positions = getattr(decoder, "pos_encoding", None)
+    if positions is not None and max_len > positions.max_len:
+        # step t feeds the decoder position t
+        raise ValueError(f"max_len must be at most the model's max_len "
+                         f"({positions.max_len} decoder positions), got "
+                         f"{max_len}")
     model.check_inputs(src, None, src_valid_lens)
     vocab_size = (model.decoder if hasattr(model, "decoder")
                   else model).vocab_size

@@ -11,7 +11,7 @@ import torch
 
 from .._checks import check_positive_int
 from .bleu import bleu, corpus_bleu
-from .data import Vocab, encode_source, pad_batch
+from .data import Vocab, check_token_lists, encode_source, pad_batch
 from .decoding import beam_search, greedy_decode
 from ..model.intervene import intervene
 
@@ -59,6 +59,19 @@ def _batches(sources, src_vocab: Vocab, batch_size: int, device):
         yield idx, pad_batch(encoded).to(device), lens
 
 
+def _check_vocab_sizes(model, src_vocab, tgt_vocab) -> None:
+    """A vocabulary larger than the model's (the two swapped, or another
+    model's) would feed or read ids it does not have."""
+    for name, vocab, part in [("src_vocab", src_vocab, "encoder"),
+                              ("tgt_vocab", tgt_vocab, "decoder")]:
+        size = getattr(getattr(model, part, None), "vocab_size", None)
+        if size is not None and len(vocab) > size:
+            raise ValueError(
+                f"{name} has {len(vocab)} tokens, more than the model's "
+                f"{part} ({size}): is it this model's, and in this place "
+                f"(source, then target)?")
+
+
 def _check_hide(hide, sources) -> None:
     if not isinstance(hide, (list, tuple)) or len(hide) != len(sources):
         raise ValueError(f"hide must be a list with one entry per source "
@@ -89,6 +102,10 @@ def decode_ids(model, sources, src_vocab: Vocab, tgt_vocab: Vocab, *,
     (:func:`~transformer_lib.model.intervene`'s ``hidden``)."""
     check_positive_int("beam_size", beam_size)
     check_positive_int("batch_size", batch_size)
+    if max_len is not None:
+        check_positive_int("max_len", max_len)
+    check_token_lists("sources", sources)
+    _check_vocab_sizes(model, src_vocab, tgt_vocab)
     device = _model_device(model)
     if hide is not None:
         _check_hide(hide, sources)
@@ -156,6 +173,10 @@ def _sources(sentences, src_vocab) -> list[list[str]]:
                         "sentence in a list")
     sources = []
     for i, sentence in enumerate(sentences):
+        if not isinstance(sentence, str):
+            raise TypeError(f"sentences[{i}] must be a string (raw text; "
+                            f"translate_tokens takes token lists), got "
+                            f"{sentence!r:.40}")
         tokens = src_vocab.tokenize(sentence)
         if not tokens:
             raise ValueError(f"sentence {i} is empty: there is nothing to "
