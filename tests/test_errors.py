@@ -8,12 +8,16 @@ tl.FusedSelfAttention, the blocks) -- on any device: a direct call is not a trai
 Inside a model's encode/decode the layers skip them (test_entry_points.py: no host read there, so no
 GPU synchronisation per layer and step)."""
 
+import dataclasses
+import math
+
 import numpy as np
 import pytest
 import torch
 
 import transformer_lib as tl
-from transformer_lib.translation import BatchLoader, Vocab, translate
+from transformer_lib.translation import (RECIPES, BatchLoader, TrainConfig, Vocab, evaluate_loss,
+                                         fit, sequence_loss, translate)
 from transformer_lib.translation.translate import decode_ids
 from transformer_lib.translation.decoding import gnmt_length_penalty
 
@@ -161,7 +165,40 @@ CASES.update({
     "detokenize a string": (lambda: Vocab.detokenize("va !"), TypeError, "tokens must be a list"),
     "to_tokens of a batch": (lambda: letters.to_tokens(tokens), ValueError, "ids must be one"),
     "to_tokens of a negative id": (lambda: letters.to_tokens([-1]), ValueError, r"ids must lie in"),
+    "logits of float ids": (lambda: model.logits(tokens.float(), tokens), TypeError, "src must have"),
+    "embed of one sentence's ids, not a batch":
+        (lambda: encoder.embed(tokens[0]), ValueError, r"X must have 2 dimensions, got shape \(5,\)"),
+    "a loss with labels one step too long":
+        (lambda: sequence_loss(torch.randn(2, 5, 20), torch.zeros(2, 6, dtype=torch.long)),
+         ValueError, r"labels must be \(B, T\) = \(2, 5\)"),
+    "a loss with float labels":
+        (lambda: sequence_loss(torch.randn(2, 5, 20), torch.zeros(2, 5)), TypeError, "labels"),
+    "label smoothing of 1.5":
+        (lambda: sequence_loss(torch.randn(2, 5, 20), torch.zeros(2, 5, dtype=torch.long),
+                               label_smoothing=1.5), ValueError, "label_smoothing"),
+    "fit on a list of pairs":
+        (lambda: fit(model, [pair], config=TrainConfig(device="cpu")), TypeError,
+         "train_loader must give batches .* BatchLoader"),
+    "evaluate_loss on a list of pairs":
+        (lambda: evaluate_loss(model, [pair]), TypeError, "loader must give batches"),
+    "fit with a recipe for its config":
+        (lambda: fit(model, BatchLoader([pair], letters, letters), config=RECIPES["basic"]),
+         TypeError, r"config must be a TrainConfig .*recipe.train"),
+    "log_every 0": (lambda: TrainConfig(log_every=0), ValueError, "log_every"),
+    "clip_norm 0 (no step would move)": (lambda: TrainConfig(clip_norm=0), ValueError, "clip_norm"),
+    "label_smoothing of 1": (lambda: TrainConfig(label_smoothing=1.0), ValueError, "label_smoothing"),
+    "negative warm-up": (lambda: TrainConfig(warmup_steps=-5), ValueError, "warmup_steps"),
+    "epochs as text": (lambda: TrainConfig(epochs="10"), ValueError, "epochs"),
+    "negative max_seconds": (lambda: TrainConfig(max_seconds=-1), ValueError, "max_seconds"),
+    "a device torch does not know": (lambda: TrainConfig(device="gpu"), ValueError, "device"),
 })
+
+
+def test_the_training_settings_that_the_book_uses_pass_the_checks():
+    TrainConfig(epochs=0, max_seconds=12.5, warmup_steps=0, clip_norm=math.inf, weight_decay=0,
+                label_smoothing=0, device="cpu")
+    for recipe in RECIPES.values():
+        TrainConfig(**dataclasses.asdict(recipe.train))
 
 
 def test_there_are_at_least_fifteen_cases():

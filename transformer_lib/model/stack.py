@@ -7,7 +7,7 @@ import math
 
 from torch import nn
 
-from .._checks import check_positive_int
+from .._checks import check_positive_int, check_tensor
 from .positional import PositionalEncoding
 
 
@@ -49,6 +49,7 @@ class EmbeddedBlockStack(nn.Module):
     def embed(self, X, offset: int = 0):
         """Token ids ``(B, T)`` at positions ``offset, ..., offset+T-1`` ->
         ``(B, T, num_hiddens)``."""
+        check_tensor("X", X, ndim=2, kind="int")
         # The embeddings are scaled by sqrt(d), as in the paper (3.4).
         scaled = self.embedding(X) * math.sqrt(self.num_hiddens)
         return self.pos_encoding(scaled, offset=offset)

@@ -11,8 +11,8 @@ import torch
 from torch import nn
 
 from .._checks import (check_flag, check_model_sizes, check_positive_int,
-                      check_pre_norm, check_tie_embeddings, check_token_ids,
-                      check_valid_lens)
+                      check_pre_norm, check_tensor, check_tie_embeddings,
+                      check_token_ids, check_valid_lens)
 from .decoder import TransformerDecoder
 from .encoder import TransformerEncoder
 from .record import record_attention
@@ -107,7 +107,10 @@ class EncoderDecoder(nn.Module):
         return self.logits(src, tgt, src_valid_lens)
 
     def logits(self, src, tgt, src_valid_lens=None):
-        """:meth:`forward` without the value checks."""
+        """:meth:`forward` without the value checks (shapes and dtypes
+        only, which read no tensor: no GPU synchronisation)."""
+        check_tensor("src", src, ndim=2, kind="int")
+        check_tensor("tgt", tgt, ndim=2, kind="int")
         memory = self.encoder.encode(src, src_valid_lens)    # (B, S, d)
         return self.decoder.decode(tgt, memory, src_valid_lens)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import math
 import os
 import random
 import time
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from .._checks import check_positive_int
+from .._checks import check_positive_int, check_tensor
 from .data import Vocab
 from .distributed import (DistributedModel, Ranks, all_reduce_sum, barrier,
                           shard)
@@ -146,10 +147,35 @@ def sequence_loss(logits, labels, pad_id: int = Vocab.pad,
     package's ``Seq2Seq`` inherits a loss that averages over padding
     too; d2l's book masks it in the chapter's own code).
     """
+    _check_loss_inputs(logits, labels, label_smoothing)
     V = logits.shape[-1]
     return SmoothedCrossEntropy.apply(logits.reshape(-1, V),
                                       labels.reshape(-1), pad_id,
                                       label_smoothing)
+
+
+def _check_loss_inputs(logits, labels, label_smoothing) -> None:
+    # shapes and dtypes only: no read of the values (a GPU sync per step)
+    check_tensor("logits", logits, ndim=3, kind="float")
+    check_tensor("labels", labels, ndim=2, kind="int")
+    if labels.shape != logits.shape[:2]:
+        raise ValueError(f"labels must be (B, T) = "
+                         f"{tuple(logits.shape[:2])}, as the logits' first "
+                         f"two axes, got {tuple(labels.shape)}")
+    if (isinstance(label_smoothing, bool) or not isinstance(
+            label_smoothing, (int, float)) or not 0 <= label_smoothing < 1):
+        raise ValueError(f"label_smoothing must be in [0, 1), got "
+                         f"{label_smoothing!r}")
+
+
+def _check_loader(name: str, loader) -> None:
+    """A loader yields batches; a list of pairs is not one."""
+    if isinstance(loader, (list, tuple)) and loader and not hasattr(
+            loader[0], "tgt_out"):
+        raise TypeError(f"{name} must give batches (a BatchLoader), got a "
+                        f"{type(loader).__name__} of "
+                        f"{type(loader[0]).__name__}: wrap the pairs in "
+                        f"BatchLoader(pairs, src_vocab, tgt_vocab)")
 
 
 SCHEDULES = ("linear", "constant", "inverse_sqrt")
@@ -184,11 +210,44 @@ class TrainConfig:
                              f"got {self.schedule!r}")
         if self.decay_steps is not None:
             check_positive_int("decay_steps", self.decay_steps)
+        for name in ("epochs", "warmup_steps", "seed"):
+            _check_count(name, getattr(self, name))
+        check_positive_int("log_every", self.log_every)
+        for name in ("lr", "clip_norm"):   # clip_norm=math.inf: no clipping
+            _check_number(name, getattr(self, name), positive=True)
+        for name in ("weight_decay", "label_smoothing"):
+            _check_number(name, getattr(self, name), positive=False)
+        if self.max_seconds is not None:
+            _check_number("max_seconds", self.max_seconds, positive=True)
+        if not self.label_smoothing < 1:
+            raise ValueError(f"label_smoothing must be in [0, 1), got "
+                             f"{self.label_smoothing!r}")
         if self.epochs <= 0 and not self.max_seconds:
             raise ValueError("give a positive epochs or max_seconds")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, "
                              f"got {self.precision!r}")
+        if self.device is not None:
+            try:
+                torch.device(self.device)
+            except (RuntimeError, TypeError) as error:
+                raise ValueError(f"device must be None or a torch device "
+                                 f"such as 'cpu' or 'cuda', got "
+                                 f"{self.device!r}") from error
+
+
+def _check_count(name: str, value) -> None:
+    """An int >= 0 (epochs, steps, a seed)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+
+
+def _check_number(name: str, value, *, positive: bool) -> None:
+    """An int or a float, not NaN: > 0 if ``positive``, else >= 0."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or math.isnan(value) or value < 0 or (positive and value == 0)):
+        need = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name} must be a number {need}, got {value!r}")
 
 
 @dataclass
@@ -333,6 +392,7 @@ def evaluate_loss(model, loader, label_smoothing: float = 0.0, *,
     statistics, as in training, instead of their running averages (on a
     copy of the model, so that the running averages stay as they are).
     """
+    _check_loader("loader", loader)
     device = next(model.parameters()).device
     if batch_statistics:
         model = copy.deepcopy(model)
@@ -390,6 +450,11 @@ def fit(model, train_loader, val_loader=None,
     ``config.seed + rank``.  A time budget needs one process.
     """
     config = config or TrainConfig()
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"config must be a TrainConfig (a recipe's is "
+                        f"recipe.train), got {type(config).__name__}")
+    _check_loader("train_loader", train_loader)
+    _check_loader("val_loader", val_loader)
     ranks = ranks or Ranks()
     if ranks.several and config.max_seconds:
         raise ValueError("max_seconds needs one process: the ranks would "
