@@ -18,6 +18,8 @@ import torch
 import transformer_lib as tl
 from transformer_lib.translation import (RECIPES, BatchLoader, TrainConfig, Vocab, evaluate_loss,
                                          fit, sequence_loss, translate)
+from transformer_lib.instruments import figure_explorer, show_heatmaps
+from transformer_lib.translation import autocast_dtype, bootstrap_bleu, precision_name
 from transformer_lib.translation.translate import decode_ids
 from transformer_lib.translation.decoding import gnmt_length_penalty
 
@@ -191,6 +193,27 @@ CASES.update({
     "epochs as text": (lambda: TrainConfig(epochs="10"), ValueError, "epochs"),
     "negative max_seconds": (lambda: TrainConfig(max_seconds=-1), ValueError, "max_seconds"),
     "a device torch does not know": (lambda: TrainConfig(device="gpu"), ValueError, "device"),
+    "query and keys unbatched":
+        (lambda: tl.scaled_dot_product_attention(X[0, 0], X[0], X[0]), ValueError,
+         "queries must be batched"),
+    "keys of another rank than the queries":
+        (lambda: tl.scaled_dot_product_attention(X, X[0], X), ValueError,
+         r"keys must have as many dimensions as the queries \(3\)"),
+    "the scores where their shape goes":
+        (lambda: tl.attention_mask(S, torch.tensor([1, 2])), TypeError, "scores_shape must be a shape"),
+    "an unknown recipe": (lambda: RECIPES["Basic"], KeyError, "the recipes are d2l, basic"),
+    "a bootstrap level as a fraction":
+        (lambda: bootstrap_bleu(["a b c d"], ["a b c d"], level=0.95), ValueError, "level"),
+    "fewer titles than heatmaps":
+        (lambda: show_heatmaps(torch.rand(1, 3, 4, 4), titles=["a"]), ValueError, "titles"),
+    "tick labels of another length":
+        (lambda: show_heatmaps(torch.rand(4, 6), xticklabels=list("abc")), ValueError,
+         "xticklabels must have 6"),
+    "a render function that returns nothing":
+        (lambda: figure_explorer(lambda d_k: None, {"d_k": [4, 16]}, mode="live"), TypeError,
+         "return fig"),
+    "precision_name of an integer dtype":
+        (lambda: precision_name(torch.int64), ValueError, "dtype must be"),
 })
 
 
@@ -199,6 +222,8 @@ def test_the_training_settings_that_the_book_uses_pass_the_checks():
                 label_smoothing=0, device="cpu")
     for recipe in RECIPES.values():
         TrainConfig(**dataclasses.asdict(recipe.train))
+    assert precision_name(torch.float32) == precision_name(None) == "float32"
+    assert autocast_dtype("float32", "cpu") is None         # a device's name works too
 
 
 def test_there_are_at_least_fifteen_cases():

@@ -40,6 +40,15 @@ def show_heatmaps(matrices, *, xlabel="Keys", ylabel="Queries", titles=None,
         raise ValueError(f"matrices must have 2, 3 or 4 dimensions, "
                          f"got shape {m.shape}")
     rows, cols, Q, K = m.shape
+    if titles is not None and (isinstance(titles, str)
+                               or len(titles) < cols):
+        raise ValueError(f"titles must be a list of {cols} (one per "
+                         f"column), got {titles!r:.60}")
+    for name, labels, n in [("xticklabels", xticklabels, K),
+                            ("yticklabels", yticklabels, Q)]:
+        if labels is not None and len(labels) != n:
+            raise ValueError(f"{name} must have {n} labels, got "
+                             f"{len(labels)}")
     plt = _pyplot()
     if figsize is None:
         figsize = (min(2.2 + 0.25 * K, 4.0) * cols + 0.8,
@@ -119,6 +128,10 @@ def plot_loss_curves(histories, *, figsize=(10, 3.6)):
 def figure_to_png(fig, dpi: int = 80) -> bytes:
     """The PNG bytes of ``fig``; the figure is closed (so that notebooks
     do not show it twice)."""
+    if not hasattr(fig, "savefig"):
+        raise TypeError(f"expected a matplotlib figure, got "
+                        f"{type(fig).__name__} (does the render function "
+                        f"end with `return fig`?)")
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight")
     _pyplot().close(fig)

@@ -44,6 +44,9 @@ def attention_mask(scores_shape, valid_lens=None, *, attn_mask=None,
                   ``Q`` positions, so they see every cached key.
     Returns a boolean tensor broadcastable to ``scores_shape``.
     """
+    if isinstance(scores_shape, torch.Tensor):
+        raise TypeError("scores_shape must be a shape, e.g. scores.shape, "
+                        "not the scores themselves")
     shape = tuple(scores_shape)
     B, Q, K = shape[0], shape[-2], shape[-1]
     middle = (1,) * (len(shape) - 3)  # the head axes between batch and Q
@@ -128,12 +131,16 @@ def masked_softmax(X, valid_lens=None, *, attn_mask=None, causal=False):
 
 def _check_qkv(queries, keys, values):
     check_tensor("queries", queries, kind="float")
-    check_tensor("keys", keys, ndim=queries.dim(), kind="float")
-    check_tensor("values", values, ndim=queries.dim(), kind="float")
-    q, k, v = (tuple(t.shape) for t in (queries, keys, values))
-    if len(q) < 3:
+    if queries.dim() < 3:
         raise ValueError(f"queries must be batched, (B, ..., Q, d), "
-                         f"got shape {q}")
+                         f"got shape {tuple(queries.shape)}")
+    for name, tensor in [("keys", keys), ("values", values)]:
+        check_tensor(name, tensor, kind="float")
+        if tensor.dim() != queries.dim():
+            raise ValueError(f"{name} must have as many dimensions as the "
+                             f"queries ({queries.dim()}), got shape "
+                             f"{tuple(tensor.shape)}")
+    q, k, v = (tuple(t.shape) for t in (queries, keys, values))
     if q[-1] != k[-1]:
         raise ValueError(f"queries and keys must share their last "
                          f"(feature) dimension, got {q} and {k}")

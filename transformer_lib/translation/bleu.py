@@ -316,9 +316,9 @@ def bootstrap_bleu(hypotheses: list[str], references, *,
     scores both and the range is that of BLEU(hypotheses) -
     BLEU(baseline): a paired bootstrap.  Returns ``(low, high)``."""
     check_positive_int("resamples", resamples)
-    if not 0 < level < 100:
-        raise ValueError(f"level must be a percentage between 0 and 100, "
-                         f"got {level!r}")
+    if not 1 < level < 100:    # 0.95 would be the middle 0.95 %
+        raise ValueError(f"level must be a percentage between 1 and 100 "
+                         f"(95 for the middle 95 %), got {level!r}")
     counts = sentence_counts(hypotheses, references)
     other = None
     if baseline is not None:

@@ -162,7 +162,15 @@ def trained_transformer(recipe: Recipe, *, checkpoint=None):
     return model.eval(), src_vocab, tgt_vocab
 
 
-RECIPES = {
+class _Recipes(dict):
+    """The recipes by name; an unknown name lists the known ones."""
+
+    def __missing__(self, name):
+        raise KeyError(f"no recipe named {name!r}; the recipes are "
+                       f"{', '.join(self)}")
+
+
+RECIPES = _Recipes({
     # d2l's own demo (chapter "Transformer"): the same data, sizes and
     # optimiser settings.
     "d2l": Recipe(
@@ -221,4 +229,4 @@ RECIPES = {
         num_test_sources=2000,
         num_val_sources=2000,
     ),
-}
+})

@@ -30,7 +30,13 @@ PRECISIONS = ("auto", *DTYPES)
 def precision_name(dtype) -> str:
     """``"float32"``, ``"bfloat16"`` or ``"float16"`` for autocast's
     dtype (``None``: float32)."""
-    return next(name for name, d in DTYPES.items() if d is dtype)
+    if dtype is torch.float32:
+        return "float32"
+    for name, known in DTYPES.items():
+        if known is dtype:
+            return name
+    raise ValueError(f"dtype must be None, torch.float32, torch.bfloat16 "
+                     f"or torch.float16, got {dtype!r}")
 
 
 def pick_device(device: str | None = None) -> torch.device:
@@ -77,6 +83,7 @@ def autocast_dtype(precision: str, device: torch.device):
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, "
                          f"got {precision!r}")
+    device = torch.device(device)     # "cpu" as well as torch.device("cpu")
     if precision == "auto":
         precision = forced_precision() or "auto"
     if precision == "auto":
