@@ -92,3 +92,28 @@ def test_additive_attention_matches_d2l(d2l):
     out, W = with_weights(ours, q, k, v, valid_lens)
     torch.testing.assert_close(out, ref(q, k, v, valid_lens))
     torch.testing.assert_close(W, ref.attention_weights)
+
+
+@pytest.mark.parametrize("valid_lens", [None, torch.tensor([6, 3])], ids=["no mask", "valid_lens"])
+def test_attention_dropout_drops_weights_in_training_only(valid_lens):
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 4, 8), torch.randn(2, 6, 8), torch.randn(2, 6, 8)
+    layer = tl.DotProductAttention(dropout=0.5).train()
+    # the explicit path (recording): dropout on the weights, with the layer's own draw
+    with tl.record_attention(layer) as maps:
+        torch.manual_seed(1)
+        out = layer(q, k, v, valid_lens)
+    [weights] = maps.of(layer)
+    torch.manual_seed(1)
+    torch.testing.assert_close(out, F.dropout(weights, 0.5) @ v)
+    assert not torch.allclose(out, weights @ v, atol=1e-3)
+    # the fused path: another output at every draw, their mean the evaluation output (dropout
+    # rescales what it keeps by 1 / (1 - p))
+    draws = torch.stack([layer(q, k, v, valid_lens) for _ in range(4000)])
+    assert not torch.allclose(draws[0], draws[1])
+    layer.eval()
+    expected = layer(q, k, v, valid_lens)
+    torch.testing.assert_close(expected, weights @ v)
+    # (the largest gap over 5 seeds was 0.064; an unscaled dropout would halve the output)
+    torch.testing.assert_close(draws.mean(0), expected, atol=0.15, rtol=0)
+    assert torch.equal(layer(q, k, v, valid_lens), expected)           # no dropout in eval

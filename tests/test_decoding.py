@@ -61,16 +61,29 @@ def test_greedy_decoding_is_identical_with_and_without_cache(model):
 
 
 def test_greedy_decoding_stops_at_eos_and_restores_training_mode(model):
+    src, eos = torch.randint(0, SRC_VOCAB, (2, 4)), 2
+
+    def endless_and_ends():
+        # 30 steps without an end; where each row would end: just after its first eos
+        rows = tl.greedy_decode(model, src, bos_id=1, max_len=30).tolist()
+        return rows, [row.index(eos) + 1 if eos in row else 30 for row in rows]
+
+    # raise eos's logit until both rows emit it before the 30th step, at different steps
+    for _ in range(40):
+        endless, ends = endless_and_ends()
+        if max(ends) < 30 and ends[0] != ends[1]:
+            break
+        with torch.no_grad():
+            model.decoder.dense.bias[eos] += 0.25
+    assert max(ends) < 30 and ends[0] != ends[1]
     model.train()
-    src = torch.randint(0, SRC_VOCAB, (2, 4))
-    first = tl.greedy_decode(model, src, bos_id=1, max_len=1)
-    eos = int(first[0, 0])  # the token row 0 emits first: use it as the end-of-sequence id
     out = tl.greedy_decode(model, src, bos_id=1, max_len=30, eos_id=eos)
     assert model.training
-    assert out[0, 0] == eos
-    ended = (out == eos).cumsum(1) > 0
-    assert torch.all(out[ended] == eos)  # after eos, only eos
-    assert out.shape[1] == 30 or bool(ended[:, -1].all())
+    # a row ends at its first eos, and decoding stops at the step where the last row ends
+    assert out.shape[1] == max(ends)
+    for row, end in enumerate(ends):
+        assert out[row, :end].tolist() == endless[row][:end]
+        assert (out[row, end:] == eos).all()                  # after eos, only eos
 
 
 def test_beam_reorder_keeps_the_chosen_rows(model):

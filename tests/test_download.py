@@ -19,7 +19,6 @@ from transformer_lib.translation.download import DATA_DIR_ENV, DataError, fra_en
 FAKE_TEXT = "Go.\tVa !\nHi.\tSalut !\nRun!\tCours !\n"
 FAKE_BYTES = FAKE_TEXT.encode("utf-8")
 FAKE_SHA256 = hashlib.sha256(FAKE_BYTES).hexdigest()
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 @pytest.fixture(autouse=True)
@@ -235,8 +234,7 @@ def test_downloaded_fra_txt_with_wrong_content_is_not_put_in_place(tmp_path, ser
 # --- the real data -------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not SHARED_DATA.is_dir(), reason=f"no shared data directory at {SHARED_DATA}")
-def test_real_shared_copy_verifies():
-    path = fra_eng_path(SHARED_DATA, download=False)
+def test_real_shared_copy_verifies(data_dir):
+    path = fra_eng_path(data_dir, download=False)
     with open(path, encoding="utf-8") as f:
         assert f.readline() == "Go.\tVa !\n"

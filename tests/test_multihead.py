@@ -103,6 +103,9 @@ def test_head_reshapes_match_d2l(d2l):
     assert torch.equal(folded, ref.transpose_qkv(X))
     assert torch.equal(tl.transpose_output(folded, H), X)
     assert torch.equal(tl.merge_heads(tl.split_heads(X, H)), X)
+    heads, d_k = tl.split_heads(X, H), D // H                 # (B, h, Q, d_k)
+    for i in range(H):      # head i holds features i d_k, ..., (i + 1) d_k - 1 of every position
+        assert torch.equal(heads[:, i], X[..., i * d_k:(i + 1) * d_k])
 
 
 @pytest.mark.parametrize("bias", [False, True])
@@ -152,11 +155,22 @@ def test_post_norm_layout_gives_a_query_without_keys_zero_weights():
 
 
 def test_batchnorm_addnorm_normalises_over_batch_and_positions():
+    # torch's BatchNorm1d on the (B*T, d) rows of X + Y, with the same affine weights: the
+    # statistics over the batch and every position, in training mode and in evaluation mode
+    torch.manual_seed(0)
     bn = tl.AddNorm(D, norm="batch").train()
-    X = torch.randn(B, K, D) * 3 + 1
-    out = bn(X, torch.zeros_like(X))
-    flat = out.reshape(-1, D)
-    torch.testing.assert_close(flat.mean(0), torch.zeros(D), atol=1e-5, rtol=0)
+    X, Y = torch.randn(B, K, D) * 3 + 1, torch.randn(B, K, D)
+    reference = torch.nn.BatchNorm1d(D).train()
+    with torch.no_grad():
+        reference.weight.uniform_(0.5, 2.0)
+        reference.bias.normal_()
+    bn.bn.load_state_dict(reference.state_dict())
+    rows = (X + Y).reshape(-1, D)
+    torch.testing.assert_close(bn(X, Y), reference(rows).reshape(B, K, D))
+    torch.testing.assert_close(bn.bn.running_mean, reference.running_mean)
+    torch.testing.assert_close(bn.bn.running_var, reference.running_var)
+    bn.eval(), reference.eval()
+    torch.testing.assert_close(bn(X, Y), reference(rows).reshape(B, K, D))
     model = tl.Transformer(tl.TransformerConfig(20, 20, num_hiddens=16, ffn_num_hiddens=32, norm="batch"))
     assert isinstance(model.encoder.blks[0].addnorm1.bn, torch.nn.BatchNorm1d)
     with pytest.raises(ValueError, match="norm"):

@@ -4,7 +4,7 @@ import math
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import transformer_lib as tl
@@ -131,11 +131,15 @@ def test_positional_encoding_equals_the_formula(num_hiddens, pos, data):
     assert math.isclose(P[pos, 2 * i + 1].item(), math.cos(angle), abs_tol=1e-6)
 
 
-@given(scores_and_lens())
-def test_fused_and_explicit_attention_agree(case):
-    X, valid_lens, causal = case  # reuse the shapes and masks; X supplies the queries
+@given(scores_and_lens(), st.booleans(), st.integers(0, 2**31 - 1))
+@example((torch.zeros(2, 3, 5, 5), torch.tensor([5, 5]), True), True, 0)   # torch's is_causal
+def test_fused_and_explicit_attention_agree(case, without_lens, seed):
+    # the shapes and masks of scores_and_lens; without valid_lens the fused path runs with
+    # torch's own causal mask (is_causal, when Q = K) or with no mask at all
+    X, valid_lens, causal = case
+    valid_lens = None if without_lens else valid_lens
     B, h, Q, K = X.shape
-    g = torch.Generator().manual_seed(K)
+    g = torch.Generator().manual_seed(seed)
     q = torch.randn(B, h, Q, 8, generator=g)
     k, v = torch.randn(B, h, K, 8, generator=g), torch.randn(B, h, K, 5, generator=g)
     fused = tl.scaled_dot_product_attention(q, k, v, valid_lens, causal=causal)

@@ -293,12 +293,24 @@ def test_translate_reports_unknown_words_and_rejects_empty_input():
         translate(model, "go.", SRC_VOCAB, TGT_VOCAB)
 
 
-def test_evaluate_loss_uses_the_causal_mask():
+def test_evaluate_loss_is_the_mean_over_every_token_each_scored_from_its_prefix_alone():
+    # the reference decodes one pair at a time and feeds position t only the inputs up to t, so
+    # it needs no padding, no batching and no causal mask: evaluate_loss must weight its
+    # batches by their token counts (unequal here) and mask the future
     model = tiny_model().eval()
-    loader = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 6, shuffle=False)
-    batch = next(iter(loader))
-    manual = sequence_loss(model(batch.src, batch.tgt_in, batch.src_valid_lens), batch.tgt_out).item()
-    assert evaluate_loss(model, loader) == pytest.approx(manual)
+    loader = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 2, shuffle=False)
+    assert len({batch.num_target_tokens for batch in loader}) > 1
+    losses = []
+    for english, french in PAIRS:
+        src = torch.tensor([SRC_VOCAB[english] + [Vocab.eos]])
+        labels = TGT_VOCAB[french] + [Vocab.eos]
+        inputs = [Vocab.bos] + labels[:-1]
+        with torch.no_grad():
+            for t, label in enumerate(labels):
+                logits = model(src, torch.tensor([inputs[:t + 1]]))[0, -1]
+                losses.append(torch.nn.functional.cross_entropy(logits, torch.tensor(label)))
+    expected = torch.stack(losses).mean().item()
+    assert evaluate_loss(model, loader) == pytest.approx(expected, rel=1e-5)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
