@@ -52,3 +52,46 @@ def test_gru_checkpoint_round_trip(tmp_path):
     loaded, *_ = load_checkpoint(save_checkpoint(tmp_path / "gru.pt", model, vocab_src, vocab_tgt))
     src, tgt = torch.randint(0, 30, (2, 4)), torch.randint(0, 25, (2, 3))
     assert isinstance(loaded, GRUSeq2Seq) and torch.equal(loaded(src, tgt), model(src, tgt))
+
+
+def test_the_encoder_equals_d2ls_and_packing_equals_each_sentence_alone(d2l):
+    model = gru()
+    reference = d2l.Seq2SeqEncoder(30, 16, 24, 2)
+    reference.embedding.load_state_dict(model.encoder.embedding.state_dict())
+    reference.rnn.rnn.load_state_dict(model.encoder.rnn.state_dict())  # (steps, B, H) layout
+    src, lens = torch.randint(0, 30, (3, 7)), torch.tensor([7, 4, 1])
+    with torch.no_grad():
+        outputs, state = reference(src)
+        memory = model.encoder(src)
+        torch.testing.assert_close(memory.outputs, outputs.transpose(0, 1))
+        torch.testing.assert_close(memory.state, state)
+        # with valid_lens: each sentence's real tokens alone, through d2l's encoder
+        packed = model.encoder(src, lens)
+        for row, n in enumerate(lens.tolist()):
+            outputs, state = reference(src[row:row + 1, :n])
+            torch.testing.assert_close(packed.outputs[row, :n], outputs[:, 0])
+            torch.testing.assert_close(packed.state[:, row], state[:, 0])
+            assert (packed.outputs[row, n:] == 0).all()
+
+
+def test_the_decoder_equals_d2ls_attention_decoder_written_out(d2l):
+    # d2l's Seq2SeqAttentionDecoder (its chapter on Bahdanau attention; the package has no
+    # copy): at each step the top layer's last state queries the encoder's outputs through
+    # d2l.AdditiveAttention, and [context; embedding] goes into the GRU
+    model = gru()
+    src, tgt, lens = torch.randint(0, 30, (3, 7)), torch.randint(0, 25, (3, 5)), torch.tensor([7, 4, 1])
+    decoder = model.decoder
+    attention = d2l.AdditiveAttention(24, 0.0)
+    with torch.no_grad():
+        attention(torch.zeros(1, 1, 24), torch.zeros(1, 2, 24), torch.zeros(1, 2, 24), None)
+        attention.load_state_dict(decoder.attention.state_dict())   # W_q, W_k, w_v: d2l's names
+        rnn = torch.nn.GRU(16 + 24, 24, 2)                            # d2l's (steps, B, H) layout
+        rnn.load_state_dict(decoder.rnn.state_dict())
+        memory = model.encoder(src, lens)
+        state, steps = memory.state, []
+        for x in decoder.embedding(tgt).transpose(0, 1):              # (B, E), one step
+            context = attention(state[-1].unsqueeze(1), memory.outputs, memory.outputs, lens)
+            out, state = rnn(torch.cat([context, x.unsqueeze(1)], dim=-1).transpose(0, 1), state)
+            steps.append(out)
+        expected = decoder.dense(torch.cat(steps).transpose(0, 1))
+        torch.testing.assert_close(model(src, tgt, lens), expected)
