@@ -189,6 +189,15 @@ def test_the_bootstrap_of_bleu_resamples_the_summed_counts():
     rng = np.random.default_rng(1)
     scores = [bleu_from_counts(counts[rng.integers(0, 20, 20)].sum(0)) for _ in range(200)]
     assert (low, high) == tuple(np.percentile(scores, [2.5, 97.5]))
+    # Two sentences: a draw is sentence 1 twice, sentence 2 twice, or both (each a quarter of
+    # the draws or more), and a corpus repeated has its BLEU. So the middle 95% runs exactly
+    # from the smallest to the largest of those three BLEUs, which sacreBLEU gives here.
+    two_hyps = ["the cat sat on the mat today .", "he is very calm and happy today ."]
+    two_refs = ["the cat sat on the mat .", "he is calm and happy today ."]
+    draws = [corpus_bleu(two_hyps[:1], two_refs[:1]), corpus_bleu(two_hyps[1:], two_refs[1:]),
+             corpus_bleu(two_hyps, two_refs)]
+    assert len(set(draws)) == 3
+    assert bootstrap_bleu(two_hyps, two_refs) == pytest.approx((min(draws), max(draws)))
     # paired with itself: every difference is 0
     assert bootstrap_bleu(hyps, refs, baseline=hyps, resamples=50) == (0.0, 0.0)
     # a model that writes nothing, or matches no 4-gram: 0, not nan
