@@ -19,8 +19,9 @@ import transformer_lib as tl
 from transformer_lib.translation import (RECIPES, BatchLoader, TrainConfig, Vocab, evaluate_loss,
                                          fit, sequence_loss, translate)
 from transformer_lib.instruments import figure_explorer, show_heatmaps
+from transformer_lib.model import DecoderOnlyConfig, DecoderOnlyTransformer
 from transformer_lib.translation import autocast_dtype, bootstrap_bleu, precision_name
-from transformer_lib.translation.translate import decode_ids
+from transformer_lib.translation.translate import decode_ids, evaluate_bleu, held_out_bleu
 from transformer_lib.translation.decoding import gnmt_length_penalty
 
 D, H = 16, 4
@@ -144,6 +145,7 @@ CASES = {
 letters = Vocab([list("abcdefghijklmnop")])                  # 20 tokens: the model's size
 more_letters = Vocab([list("abcdefghijklmnopqrst")])         # 24
 pair = (list("abc"), list("cba"))
+jadore, Z = tl.PostNormMultiHeadAttention(3, 32, 10, 10), torch.randn(2, 7, 32)
 CASES.update({
     "a vocabulary of strings, not token lists":
         (lambda: Vocab(["the cat sat", "a dog"]), TypeError, "sentences must be a list of token"),
@@ -212,6 +214,29 @@ CASES.update({
     "a render function that returns nothing":
         (lambda: figure_explorer(lambda d_k: None, {"d_k": [4, 16]}, mode="live"), TypeError,
          "return fig"),
+    "jadore's layer given queries of another width":
+        (lambda: jadore(torch.randn(2, 7, 16), Z, Z), ValueError, "q must have last dimension 32"),
+    "jadore's layer given a mask for other keys":
+        (lambda: jadore(Z, Z, Z, torch.ones(2, 1, 5)), ValueError, r"mask must be \(B, Q or 1, K\)"),
+    "post_norm_from_separate with its arguments swapped":
+        (lambda: tl.post_norm_from_separate(tl.AddNorm(16), tl.MultiHeadAttention(16, 4, bias=False)),
+         TypeError, "mha must be a MultiHeadAttention"),
+    "post_norm_from_separate with a narrower AddNorm":
+        (lambda: tl.post_norm_from_separate(tl.MultiHeadAttention(16, 4, bias=False), tl.AddNorm(8)),
+         ValueError, "addnorm must normalise num_hiddens = 16"),
+    "beam search without an eos_id":
+        (lambda: tl.beam_search(model, tokens, bos_id=1, eos_id=None, max_len=3), ValueError, "eos_id"),
+    "a token's text for its id": (lambda: tl.greedy_decode(model, tokens, bos_id="<bos>", max_len=3),
+                                  ValueError, "bos_id must be a target token id"),
+    "BLEU of validation pairs instead of test groups":
+        (lambda: evaluate_bleu(model, [pair], letters, letters), TypeError, "test_groups must hold"),
+    "one beam size where a list goes":
+        (lambda: held_out_bleu(model, [], letters, letters, beam_sizes=4), TypeError, "beam_sizes"),
+    "a config's use_bias as text":
+        (lambda: tl.TransformerConfig(10, 10, use_bias="yes"), TypeError, "use_bias"),
+    "intervene on a decoder-only model":
+        (lambda: tl.intervene(DecoderOnlyTransformer(DecoderOnlyConfig(10, num_hiddens=16)),
+                              window=1).__enter__(), TypeError, "intervene needs an encoder-decoder"),
     "precision_name of an integer dtype":
         (lambda: precision_name(torch.int64), ValueError, "dtype must be"),
 })

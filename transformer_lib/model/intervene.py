@@ -149,6 +149,10 @@ def intervene(model: nn.Module, *, heads_off=(), gates=None, hidden=None,
         raise TypeError(f"model must have attention layers by kind (a "
                         f"Transformer), got {type(model).__name__}")
     layers = model.attention_layers()
+    if set(layers) != set(KINDS):
+        raise TypeError(f"intervene needs an encoder-decoder, whose "
+                        f"attention kinds are {KINDS}; "
+                        f"{type(model).__name__} has {tuple(layers)}")
     off = _check_heads_off(heads_off, layers)
     if hidden is not None:
         check_tensor("hidden", hidden, ndim=2, kind="bool")       # (B, S)

@@ -142,8 +142,7 @@ class PostNormMultiHeadAttention(nn.Module):
         """q ``(B, Q, d_model)``, k and v ``(B, K, d_model)``; mask
         ``(B, Q or 1, K)``, nonzero = keep.  Returns ``(output (B, Q,
         d_model), attn (B, n_head, Q, K))``, as the original does."""
-        for name, t in (("q", q), ("k", k), ("v", v)):
-            check_tensor(name, t, ndim=3, kind="float")
+        _check_jadore_inputs(q, k, v, mask, self.fc.out_features)  # d_model
         B, len_q, len_k, h = q.shape[0], q.shape[1], k.shape[1], self.n_head
         residual = q
         q = self.w_qs(q).view(B, len_q, h, self.d_k).transpose(1, 2)
@@ -151,7 +150,6 @@ class PostNormMultiHeadAttention(nn.Module):
         v = self.w_vs(v).view(B, len_k, h, self.d_v).transpose(1, 2)
         attn = (q / self.temperature) @ k.transpose(2, 3)  # (B, h, Q, K)
         if mask is not None:
-            check_tensor("mask", mask, ndim=3)
             mask = mask.unsqueeze(1) != 0                  # (B, 1, Q|1, K)
         attn = self.dropout(softmax_with_mask(attn, mask))
         out = (attn @ v).transpose(1, 2).reshape(B, len_q, h * self.d_v)
@@ -167,16 +165,7 @@ def post_norm_from_separate(mha: MultiHeadAttention,
     same dropout rates but other random masks).  ``mha`` must have no
     biases (the jadore layout has none), ``addnorm`` a LayerNorm, and both
     the same dropout rate (the jadore layout has one for both)."""
-    if addnorm.dropout.p != mha.attention.dropout:
-        raise ValueError(f"post_norm_from_separate needs one dropout rate, "
-                         f"got {mha.attention.dropout} (attention) and "
-                         f"{addnorm.dropout.p} (AddNorm)")
-    if mha.W_q.bias is not None:
-        raise ValueError("post_norm_from_separate needs a "
-                         "MultiHeadAttention built with bias=False")
-    if getattr(addnorm, "norm", "layer") != "layer":
-        raise ValueError("post_norm_from_separate needs an AddNorm with a "
-                         "LayerNorm")
+    _check_post_norm_parts(mha, addnorm)
     d_k = mha.num_hiddens // mha.num_heads
     out = PostNormMultiHeadAttention(mha.num_heads, mha.num_hiddens, d_k,
                                      d_k, mha.attention.dropout,
@@ -188,3 +177,49 @@ def post_norm_from_separate(mha: MultiHeadAttention,
         mine.weight.copy_(theirs.weight)
     out.layer_norm.load_state_dict(addnorm.ln.state_dict())
     return out
+
+
+def _check_jadore_inputs(q, k, v, mask, d_model: int) -> None:
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        check_tensor(name, t, ndim=3, kind="float", last_dim=d_model)
+    if not q.shape[0] == k.shape[0] == v.shape[0]:
+        raise ValueError(f"q, k and v must share the batch size, got shapes "
+                         f"{tuple(q.shape)}, {tuple(k.shape)}, "
+                         f"{tuple(v.shape)}")
+    if k.shape[1] != v.shape[1]:
+        raise ValueError(f"k and v must have the same number of positions, "
+                         f"got {tuple(k.shape)} and {tuple(v.shape)}")
+    if mask is not None:
+        check_tensor("mask", mask, ndim=3)
+        B, Q, K = q.shape[0], q.shape[1], k.shape[1]
+        if (mask.shape[0] != B or mask.shape[1] not in (1, Q)
+                or mask.shape[2] != K):
+            raise ValueError(f"mask must be (B, Q or 1, K) = ({B}, {Q} or "
+                             f"1, {K}), got {tuple(mask.shape)}")
+
+
+def _check_post_norm_parts(mha, addnorm) -> None:
+    if not isinstance(mha, MultiHeadAttention):
+        raise TypeError(f"mha must be a MultiHeadAttention, got "
+                        f"{type(mha).__name__} (the order is mha, addnorm)")
+    if not hasattr(addnorm, "dropout") or not hasattr(addnorm, "norm"):
+        raise TypeError(f"addnorm must be an AddNorm, got "
+                        f"{type(addnorm).__name__}")
+    if addnorm.dropout.p != mha.attention.dropout:
+        raise ValueError(f"post_norm_from_separate needs one dropout rate, "
+                         f"got {mha.attention.dropout} (attention) and "
+                         f"{addnorm.dropout.p} (AddNorm)")
+    if mha.W_q.bias is not None:
+        raise ValueError("post_norm_from_separate needs a "
+                         "MultiHeadAttention built with bias=False")
+    if addnorm.norm != "layer":
+        raise ValueError("post_norm_from_separate needs an AddNorm with a "
+                         "LayerNorm")
+    if not (mha.query_size == mha.key_size == mha.value_size
+            == mha.num_hiddens):
+        raise ValueError("post_norm_from_separate needs query, key and "
+                         "value sizes equal to num_hiddens")
+    if tuple(addnorm.ln.normalized_shape) != (mha.num_hiddens,):
+        raise ValueError(f"addnorm must normalise num_hiddens = "
+                         f"{mha.num_hiddens} features, got "
+                         f"{tuple(addnorm.ln.normalized_shape)}")

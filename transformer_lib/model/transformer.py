@@ -74,6 +74,7 @@ class TransformerConfig:
             raise ValueError(f"norm must be 'layer' or 'batch', "
                              f"got {self.norm!r}")
         check_flag("norm_first", self.norm_first)
+        check_flag("use_bias", self.use_bias)
         if self.norm_first:
             check_pre_norm(self.norm)
         check_tie_embeddings(self.tie_embeddings, self.src_vocab_size,

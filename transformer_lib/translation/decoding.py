@@ -39,7 +39,10 @@ def _check_decoding(model, src, src_valid_lens, max_len, token_ids):
     vocab_size = (model.decoder if hasattr(model, "decoder")
                   else model).vocab_size
     for name, token_id in token_ids.items():
-        if token_id is not None and not 0 <= token_id < vocab_size:
+        if token_id is None and name != "bos_id":
+            continue                      # no end, or no padding to avoid
+        if (isinstance(token_id, bool) or not isinstance(token_id, int)
+                or not 0 <= token_id < vocab_size):
             raise ValueError(f"{name} must be a target token id in "
                              f"[0, {vocab_size}), got {token_id!r}")
 
@@ -135,6 +138,14 @@ def _check_alpha(name: str, alpha) -> None:
                          f"got {alpha!r}")
 
 
+def _check_beam(beam_size, length_penalty, eos_id) -> None:
+    check_positive_int("beam_size", beam_size)
+    _check_alpha("length_penalty", length_penalty)
+    if eos_id is None:
+        raise ValueError("beam_search needs an eos_id: finished beams are "
+                         "those that emitted it")
+
+
 def gnmt_length_penalty(lengths, alpha: float):
     """GNMT's length penalty (Wu et al. 2016), ``(5 + |y|)^alpha / 6^alpha``,
     computed as ``((5 + |y|) / 6) ** alpha``: what :func:`beam_search`
@@ -196,8 +207,7 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
     """
     _check_decoding(model, src, src_valid_lens, max_len,
                     dict(bos_id=bos_id, eos_id=eos_id, pad_id=pad_id))
-    check_positive_int("beam_size", beam_size)
-    _check_alpha("length_penalty", length_penalty)
+    _check_beam(beam_size, length_penalty, eos_id)
     never = never_written(bos_id, pad_id)
     B, k = src.shape[0], beam_size
     device = src.device

@@ -267,6 +267,10 @@ def evaluate_bleu(model, test_groups, src_vocab: Vocab, tgt_vocab: Vocab,
     """Corpus sacreBLEU of the model's translations of ``test_groups``
     (options as in :func:`translate_tokens`).  Both sides are detokenised
     first, so that sacreBLEU's own tokenizer (13a) sees ordinary text."""
+    if test_groups and not hasattr(test_groups[0], "refs"):
+        raise TypeError(f"test_groups must hold TestGroup entries (a "
+                        f"split's .test: each source with its references), "
+                        f"got {type(test_groups[0]).__name__}")
     start = time.perf_counter()
     outputs = translate_tokens(model, [g.src for g in test_groups],
                                src_vocab, tgt_vocab, **kwargs)
@@ -282,6 +286,9 @@ def held_out_bleu(model, test_groups, src_vocab: Vocab, tgt_vocab: Vocab,
                   *, beam_sizes=(1, 4)) -> dict[str, BleuScore]:
     """:func:`evaluate_bleu` for each beam size: ``{"greedy": ...,
     "beam 4": ...}``."""
+    if isinstance(beam_sizes, int):
+        raise TypeError(f"beam_sizes must be a list of beam sizes, e.g. "
+                        f"({beam_sizes},), got {beam_sizes}")
     return {("greedy" if k == 1 else f"beam {k}"):
             evaluate_bleu(model, test_groups, src_vocab, tgt_vocab,
                           beam_size=k)
