@@ -18,7 +18,8 @@ import torch
 import transformer_lib as tl
 from transformer_lib.translation import (RECIPES, BatchLoader, TrainConfig, Vocab, evaluate_loss,
                                          fit, sequence_loss, translate)
-from transformer_lib.instruments import figure_explorer, show_heatmaps
+from transformer_lib.instruments import (figure_explorer, plot_loss_curves,
+                                        plot_positional_encoding, show_heatmaps)
 from transformer_lib.model import DecoderOnlyConfig, DecoderOnlyTransformer
 from transformer_lib.translation import autocast_dtype, bootstrap_bleu, precision_name
 from transformer_lib.translation.translate import decode_ids, evaluate_bleu, held_out_bleu
@@ -237,6 +238,13 @@ CASES.update({
     "intervene on a decoder-only model":
         (lambda: tl.intervene(DecoderOnlyTransformer(DecoderOnlyConfig(10, num_hiddens=16)),
                               window=1).__enter__(), TypeError, "intervene needs an encoder-decoder"),
+    "an encoding column past d":
+        (lambda: plot_positional_encoding(torch.rand(10, 8), columns=(6, 40)), ValueError,
+         r"columns must be encoding dimensions 0 to 7, got \[40\]"),
+    "one history where a dict of them goes":
+        (lambda: plot_loss_curves([1, 2]), TypeError, "histories must be a dict"),
+    "a list of values where the controls' dict goes":
+        (lambda: figure_explorer(lambda d_k: None, [4, 16]), TypeError, "controls must be a dict"),
     "precision_name of an integer dtype":
         (lambda: precision_name(torch.int64), ValueError, "dtype must be"),
 })
@@ -251,8 +259,8 @@ def test_the_training_settings_that_the_book_uses_pass_the_checks():
     assert autocast_dtype("float32", "cpu") is None         # a device's name works too
 
 
-def test_there_are_at_least_fifteen_cases():
-    assert len(CASES) >= 15
+def test_there_are_over_a_hundred_cases():   # as the README says
+    assert len(CASES) > 100
 
 
 @pytest.mark.parametrize("name", list(CASES))

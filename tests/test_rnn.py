@@ -95,3 +95,22 @@ def test_the_decoder_equals_d2ls_attention_decoder_written_out(d2l):
             steps.append(out)
         expected = decoder.dense(torch.cat(steps).transpose(0, 1))
         torch.testing.assert_close(model(src, tgt, lens), expected)
+
+
+def test_every_kept_beam_of_the_gru_scores_its_prefix_as_the_model_does():
+    # as for the Transformer (test_decoding.py): the GRU's cache is its state, which the search
+    # reorders with the beams (GRUCache.reorder)
+    from test_decoding import prefix_log_probs
+
+    model = gru(2)
+    with torch.no_grad():                           # some beams finish early
+        model.decoder.dense.bias[2] += 2.0
+    src, lens = torch.randint(4, 30, (2, 5)), torch.tensor([5, 3])
+    steps = []
+    beam_search(model, src, lens, bos_id=1, eos_id=2, max_len=6, beam_size=3, on_step=steps.append)
+    assert any(step.finished.any() and not step.finished.all() for step in steps)
+    for step in steps:
+        scores, lengths = prefix_log_probs(model, src.repeat_interleave(3, 0), lens.repeat_interleave(3),
+                                           step.tokens.reshape(6, -1), eos_id=2)
+        torch.testing.assert_close(step.scores.reshape(-1), scores, atol=1e-4, rtol=1e-5)
+        assert torch.equal(step.lengths.reshape(-1), lengths.float())

@@ -81,6 +81,12 @@ def plot_positional_encoding(P, *, columns=(6, 7, 8, 9), figsize=(10, 3.2)):
     """Left: the encoding matrix ``P`` ``(positions, d)`` as a heatmap;
     right: selected columns as curves over the positions."""
     P = _as_numpy(P)
+    if P.ndim != 2:
+        raise ValueError(f"P must be (positions, d), got shape {P.shape}")
+    outside = [c for c in columns if not -P.shape[1] <= c < P.shape[1]]
+    if outside:
+        raise ValueError(f"columns must be encoding dimensions 0 to "
+                         f"{P.shape[1] - 1}, got {outside}")
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=figsize)
     image = left.imshow(P, cmap="Blues", aspect="auto")
@@ -104,6 +110,10 @@ def plot_loss_curves(histories, *, figsize=(10, 3.6)):
     epoch (or at the end of a time budget).  Both against seconds of
     training, so that runs of different speed compare at equal cost.
     """
+    if not isinstance(histories, dict):
+        raise TypeError(f"histories must be a dict {{label: History}}, "
+                        f"e.g. {{'Transformer': history}}, got "
+                        f"{type(histories).__name__}")
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=figsize, sharex=True)
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]

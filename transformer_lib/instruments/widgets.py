@@ -75,6 +75,9 @@ def figure_explorer(render, controls: dict, *, mode: str = "auto",
     if mode not in ("auto", "static", "live"):
         raise ValueError(f"mode must be 'auto', 'static' or 'live', got "
                          f"{mode!r}")
+    if not isinstance(controls, dict):
+        raise TypeError(f"controls must be a dict {{name: [values]}}, e.g. "
+                        f"{{'d_k': [4, 16]}}, got {type(controls).__name__}")
     if not controls:
         raise ValueError("controls must name at least one control")
     if mode == "auto":
