@@ -130,6 +130,7 @@ class PostNormMultiHeadAttention(nn.Module):
             check_positive_int(name, value)
         check_probability("dropout", dropout)
         self.n_head, self.d_k, self.d_v = n_head, d_k, d_v
+        self.d_model = d_model
         self.w_qs = nn.Linear(d_model, n_head * d_k, bias=False)
         self.w_ks = nn.Linear(d_model, n_head * d_k, bias=False)
         self.w_vs = nn.Linear(d_model, n_head * d_v, bias=False)
@@ -142,7 +143,7 @@ class PostNormMultiHeadAttention(nn.Module):
         """q ``(B, Q, d_model)``, k and v ``(B, K, d_model)``; mask
         ``(B, Q or 1, K)``, nonzero = keep.  Returns ``(output (B, Q,
         d_model), attn (B, n_head, Q, K))``, as the original does."""
-        _check_jadore_inputs(q, k, v, mask, self.fc.out_features)  # d_model
+        _check_jadore_inputs(q, k, v, mask, self.d_model)
         B, len_q, len_k, h = q.shape[0], q.shape[1], k.shape[1], self.n_head
         residual = q
         q = self.w_qs(q).view(B, len_q, h, self.d_k).transpose(1, 2)

@@ -159,6 +159,11 @@ def gnmt_length_penalty(lengths, alpha: float):
     Returns a float tensor of the shape of ``lengths``, 1 at ``|y| = 1``.
     """
     _check_alpha("alpha", alpha)
+    _check_lengths(lengths)
+    return ((5.0 + lengths) / 6.0) ** alpha
+
+
+def _check_lengths(lengths) -> None:
     check_tensor("lengths", lengths)
     if lengths.dtype == torch.bool or lengths.is_complex():
         raise TypeError(f"lengths must have an integer or a float dtype, "
@@ -166,7 +171,6 @@ def gnmt_length_penalty(lengths, alpha: float):
     if lengths.numel() and bool((lengths < 0).any()):
         raise ValueError(f"lengths must be >= 0, got a minimum of "
                          f"{lengths.min().item()}")
-    return ((5.0 + lengths) / 6.0) ** alpha
 
 
 @dataclass
@@ -207,7 +211,7 @@ def beam_search(model, src, src_valid_lens=None, *, bos_id: int,
     """
     _check_decoding(model, src, src_valid_lens, max_len,
                     dict(bos_id=bos_id, eos_id=eos_id, pad_id=pad_id))
-    _check_beam(beam_size, length_penalty, eos_id)
+    _check_beam(beam_size, length_penalty, eos_id)   # eos_id may not be None
     never = never_written(bos_id, pad_id)
     B, k = src.shape[0], beam_size
     device = src.device

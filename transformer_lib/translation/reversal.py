@@ -27,7 +27,7 @@ def reversal_pairs(count: int, rng: random.Random, min_digits: int,
     """``count`` (digits, reversed digits) pairs of ``min_digits`` to
     ``max_digits`` digits drawn with ``rng``; no digit sequence (a tuple)
     that is in ``avoid``."""
-    _check_draw(count, rng, min_digits, max_digits, avoid)
+    _check_draw_arguments(count, rng, min_digits, max_digits, avoid)
     pairs = []
     while len(pairs) < count:
         length = rng.randint(min_digits, max_digits)
@@ -37,7 +37,7 @@ def reversal_pairs(count: int, rng: random.Random, min_digits: int,
     return pairs
 
 
-def _check_draw(count, rng, min_digits, max_digits, avoid) -> None:
+def _check_draw_arguments(count, rng, min_digits, max_digits, avoid) -> None:
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise ValueError(f"count must be an int >= 0, got {count!r}")
     if not isinstance(rng, random.Random):
