@@ -5,8 +5,9 @@ import gc
 import pytest
 import torch
 
-from transformer_lib.translation.data import (BatchLoader, SPECIAL_TOKENS, Vocab, d2l_split, grouped_split,
-                                              load_pairs, parse_pairs, preprocess)
+from transformer_lib.translation.data import (BatchLoader, SPECIAL_TOKENS, Vocab, d2l_split,
+                                              encode_source, grouped_split, load_pairs, parse_pairs,
+                                              preprocess)
 
 
 def _bare_mtfraeng(d2l):
@@ -143,8 +144,11 @@ def test_batches_by_tokens_stay_within_the_budget_and_cover_every_pair_once():
         loader.set_epoch(epoch)
         batches = list(loader)
         assert len(batches) == len(loader)
-        seen = sorted(tuple(row.tolist()) for b in batches for row in b.src)
-        assert len(seen) == len(pairs)
+        # every pair once, as a (source, target) of one row
+        seen = sorted((tuple(s[s != Vocab.pad].tolist()), tuple(t[t != Vocab.pad].tolist()))
+                      for b in batches for s, t in zip(b.src, b.tgt_out))
+        assert seen == sorted((tuple(encode_source(s, vocab)), tuple(vocab[t] + [Vocab.eos]))
+                              for s, t in pairs)
         for b in batches:
             rows, padded = b.src.shape[0], b.src.shape[1] + b.tgt_out.shape[1]
             assert rows * padded <= 200 or rows == 1
@@ -185,8 +189,10 @@ def test_batches_hold_bos_eos_padding_and_lengths():
             labels = batch.tgt_out[b][batch.tgt_out[b] != Vocab.pad]
             assert labels[-1] == Vocab.eos
             assert torch.equal(batch.tgt_in[b, 1:len(labels)], labels[:-1])  # shifted by one
-            seen.append(tuple(src_vocab.decode(batch.src[b])))
-    assert sorted(seen) == sorted(tuple(s) for s, _ in PAIRS)  # every pair once per epoch
+            seen.append((tuple(src_vocab.decode(batch.src[b])),
+                         tuple(tgt_vocab.decode(batch.tgt_out[b]))))
+    # every pair once per epoch, each row's target that of its own source
+    assert sorted(seen) == sorted((tuple(s), tuple(t)) for s, t in PAIRS)
     assert len(loader) == 3
 
 
@@ -195,7 +201,7 @@ def test_batches_are_deterministic_and_bucketed(data_dir):
     src_vocab, tgt_vocab = Vocab([s for s, _ in pairs]), Vocab([t for _, t in pairs])
     first = [b.src for b in BatchLoader(pairs, src_vocab, tgt_vocab, 64, seed=3)]
     second = [b.src for b in BatchLoader(pairs, src_vocab, tgt_vocab, 64, seed=3)]
-    assert all(torch.equal(a, b) for a, b in zip(first, second))
+    assert len(first) == len(second) and all(torch.equal(a, b) for a, b in zip(first, second))
     padding = sum(int((s == Vocab.pad).sum()) for s in first) / sum(s.numel() for s in first)
     assert padding < 0.05  # sorted by length: little padding
     with pytest.raises(ValueError, match="batch_size"):

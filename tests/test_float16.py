@@ -170,3 +170,17 @@ def test_chapter_9s_gradient_hooks_train_in_float32_where_auto_means_float16(mon
     scope = dict(autocast_dtype=autocast_dtype, torch=torch, device=torch.device("cpu"))
     exec(_chapter_9s_precision_rule(), scope)
     assert scope["PN_PRECISION"] == "auto"                          # elsewhere, unchanged
+
+
+def test_auto_precision_that_means_float16_computes_in_it_and_scales_the_loss(tmp_path, monkeypatch):
+    # what "auto" does on a T4 (no bf16): the products in float16, the loss scaled
+    monkeypatch.setenv("TRANSFORMER_LIB_PRECISION", "float16")
+    model, logits_dtypes = tiny_model(), set()
+    model.decoder.dense.register_forward_hook(
+        lambda layer, inputs, out: logits_dtypes.add(out.dtype) if layer.training else None)
+    state = tmp_path / "state.pt"
+    history = fit(model, batches(), VAL, float16(epochs=1, precision="auto"), progress=False,
+                  checkpoint=state)
+    assert history.precision == "float16" and logits_dtypes == {torch.float16}
+    scaler = torch.load(state, weights_only=True)["scaler"]
+    assert scaler["scale"] == 2.0 ** 16           # GradScaler's start; a disabled one saves {}

@@ -119,8 +119,22 @@ def test_the_window_limits_the_encoders_self_attention_only(window):
     if window == 0:      # each valid query sees only itself
         assert torch.allclose(maps["encoder_self"][0][0, :, torch.arange(7), torch.arange(7)],
                               torch.ones(4, 7))
+    # inside the window every valid key stays visible (softmax weights are never exactly 0)
+    key = torch.arange(7)
+    for weights in maps["encoder_self"]:
+        for row, n in enumerate(lens.tolist()):
+            seen = weights[row][:, :n][..., (distance[:n] <= window) & (key < n)]
+            assert (seen > 0).all()
     assert not torch.equal(maps["encoder_self"][1], plain["encoder_self"][1])
     assert torch.equal(maps["decoder_self"][0], plain["decoder_self"][0])
+
+
+def test_a_window_as_wide_as_the_source_changes_nothing():
+    model = small_model()
+    src, tgt, lens = batch()
+    plain = model(src, tgt, lens)
+    with tl.intervene(model, window=6):                 # |i - j| <= 6 for every pair of 7
+        torch.testing.assert_close(model(src, tgt, lens), plain, atol=1e-6, rtol=1e-6)
 
 
 def test_the_layers_are_restored_even_after_an_error():

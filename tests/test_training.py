@@ -407,9 +407,14 @@ def test_the_environment_can_force_what_auto_means(monkeypatch, forced, expected
 
 @pytest.mark.parametrize("precision", ["float32", "bfloat16"])
 def test_each_precision_is_seeded_and_learns(precision):
-    histories = [_fit(tiny_model(), epochs=20, precision=precision) for _ in range(2)]
+    models = [tiny_model(), tiny_model()]
+    logits_dtypes = set()                     # what the output layer computed in, while training
+    models[0].decoder.dense.register_forward_hook(
+        lambda layer, inputs, out: logits_dtypes.add(out.dtype) if layer.training else None)
+    histories = [_fit(model, epochs=20, precision=precision) for model in models]
     assert histories[0].train_loss == histories[1].train_loss       # same seed, same numbers
     assert histories[0].precision == precision
+    assert logits_dtypes == {getattr(torch, precision)}
     assert histories[0].validation[-1].loss < 0.5 * histories[0].validation[0].loss
 
 
