@@ -195,7 +195,7 @@ def test_beam_search_returns_valid_sequences():
 
 
 def test_translate_with_attention_gives_the_weights_used_while_decoding():
-    model = tiny_model().eval()
+    model = tiny_model(num_enc_blks=2, num_dec_blks=2).eval()
     result = translate_with_attention(model, "I am cold.", SRC_VOCAB, TGT_VOCAB, max_len=4)
     [greedy] = translate(model, ["I am cold."], SRC_VOCAB, TGT_VOCAB, max_len=4)
     assert result.source == ["i", "am", "cold", ".", "<eos>"]
@@ -205,13 +205,23 @@ def test_translate_with_attention_gives_the_weights_used_while_decoding():
     assert result.weights["encoder_self"][0].shape == (4, S, S)      # (heads, queries, keys)
     assert result.weights["decoder_self"][0].shape == (4, T, T)
     assert result.weights["cross"][0].shape == (4, T, S)
-    # the weights are those of the decoding itself: the cached first step's cross-attention row
-    src = torch.tensor([SRC_VOCAB[result.source]])
+    # every weight is one the decoding used: the cached decoding replayed step by step, each
+    # block's own layers (two of each kind, so that an order of blocks would show)
+    src, inputs = torch.tensor([SRC_VOCAB[result.source]]), torch.tensor([TGT_VOCAB[result.inputs]])
     with torch.no_grad(), tl.record_attention(model) as maps:
-        memory = model.encoder(src)
-        model.decoder(torch.tensor([[Vocab.bos]]), memory, cache=model.decoder.init_cache())
-    step0 = maps["decoder.blks.block0.attention2"][0]                # (1, heads, 1, S)
-    torch.testing.assert_close(step0[0, :, 0], result.weights["cross"][0][:, 0])
+        memory, cache = model.encoder(src), model.decoder.init_cache()
+        for t in range(T):
+            model.decoder(inputs[:, t:t + 1], memory, cache=cache)
+    for b in range(2):
+        torch.testing.assert_close(result.weights["encoder_self"][b],
+                                   maps[f"encoder.blks.block{b}.attention"][0][0])
+        for t in range(T):
+            step_self = maps[f"decoder.blks.block{b}.attention1"][t][0, :, 0]   # (heads, t + 1)
+            torch.testing.assert_close(result.weights["decoder_self"][b][:, t, :t + 1], step_self)
+            assert (result.weights["decoder_self"][b][:, t, t + 1:] == 0).all()
+            step_cross = maps[f"decoder.blks.block{b}.attention2"][t][0, :, 0]  # (heads, S)
+            torch.testing.assert_close(result.weights["cross"][b][:, t], step_cross)
+    assert not torch.allclose(result.weights["cross"][0], result.weights["cross"][1])
 
 
 def test_translate_with_attention_replays_exactly_the_steps_decoded():
@@ -474,7 +484,23 @@ def test_d2l_examples_are_scored_as_d2l_scores_them():
     fit(model, BatchLoader(pairs, src_vocab, tgt_vocab, 4), None,
         TrainConfig(epochs=80, lr=3e-3, warmup_steps=5, label_smoothing=0.0, device="cpu"), progress=False)
     assert score_d2l_examples(model, src_vocab, tgt_vocab) == [(fr, 1.0) for _, fr, _ in D2L_EXAMPLES]
-    assert [printed for _, _, printed in D2L_EXAMPLES] == [1.000, 0.687, 0.658, 1.000]  # d2l's book
+
+
+def test_d2l_examples_are_scored_with_d2ls_own_bleu(d2l, monkeypatch):
+    # translations that are partly right, where d2l's k = 2 gives other scores than k = 4
+    import importlib
+
+    from transformer_lib.translation.translate import D2L_EXAMPLES, Translation, score_d2l_examples
+
+    module = importlib.import_module("transformer_lib.translation.translate")
+    hypotheses = ["va !", "j'ai perdu perdu .", "il est .", ""]
+    monkeypatch.setattr(module, "translate", lambda model, english, *vocabs, max_len: [
+        Translation(e.split(), h.split(), [], h) for e, h in zip(english, hypotheses)])
+    scores = score_d2l_examples(None, None, None)
+    assert [text for text, _ in scores] == hypotheses
+    for (_, score), hypothesis, (_, reference, _) in zip(scores[:3], hypotheses, D2L_EXAMPLES):
+        assert score == pytest.approx(d2l.bleu(hypothesis, reference, 2))
+    assert 0 < scores[1][1] < 1 and 0 < scores[2][1] < 1 and scores[3][1] == 0.0   # empty: 0
 
 
 def test_the_cpu_recipe_trains_half_the_epochs_in_float32(monkeypatch):
