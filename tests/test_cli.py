@@ -60,16 +60,29 @@ def test_train_translate_evaluate(tmp_path, data_dir, capsys, monkeypatch):
     assert len(captured.out.strip().splitlines()) == 2
     assert "unknown words read as <unk>: xylophone" in captured.err
 
-    monkeypatch.setattr(sys, "stdin", __import__("io").StringIO("he's calm .\n"))
+    # what the library gives for the saved model: the same lines, with --beam passed on
+    from transformer_lib.translation.checkpoint import load_checkpoint
+    from transformer_lib.translation.recipes import RECIPES
+    from transformer_lib.translation.translate import held_out_bleu, translate
+
+    model, src_vocab, tgt_vocab, _ = load_checkpoint(ckpt)
+    split, _, _ = RECIPES["d2l"].load_data(data_dir)       # the checkpoint's recipe, its defaults
+    sentences = [" ".join(group.src) for group in split.test[:60]]
+    monkeypatch.setattr(sys, "stdin", __import__("io").StringIO("".join(s + "\n" for s in sentences)))
     assert main(["translate", "--checkpoint", str(ckpt), "--beam", "2"]) == 0
-    assert len(capsys.readouterr().out.strip().splitlines()) == 1
+    expected = [r.text for r in translate(model, sentences, src_vocab, tgt_vocab, beam_size=2)]
+    assert capsys.readouterr().out.splitlines() == expected
+    greedy = [r.text for r in translate(model, sentences, src_vocab, tgt_vocab)]
+    assert greedy != expected                          # so the line above saw --beam at work
 
     assert main(["translate", "--checkpoint", str(ckpt), ""]) == 2
     assert "empty" in capsys.readouterr().err
 
     assert main(["evaluate", "--checkpoint", str(ckpt), "--data-dir", str(data_dir), "--beam", "2"]) == 0
-    out = capsys.readouterr().out
-    assert "greedy" in out and "beam 2" in out
+    rows = capsys.readouterr().out.splitlines()[1:]
+    scores = held_out_bleu(model, split.test, src_vocab, tgt_vocab, beam_sizes=(1, 2))
+    assert [row.split() for row in rows] == [
+        [*name.split(), f"{score.single:.1f}", f"{score.multi:.1f}"] for name, score in scores.items()]
 
     ckpt.write_bytes(b"not a checkpoint")
     assert main(["evaluate", "--checkpoint", str(ckpt)]) == 2
