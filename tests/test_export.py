@@ -10,13 +10,14 @@ import pytest
 import torch
 
 import transformer_lib as tl
+from conftest import import_or_skip
 from transformer_lib.translation.data import Vocab
 from transformer_lib.instruments.export import (CONFIG_FILE, DECODER_FILE, ENCODER_FILE, all_on,
                                     export_translator, rounded_to_float16)
 from transformer_lib.translation.translate import decode_ids
 
-ort = pytest.importorskip("onnxruntime")
-pytest.importorskip("onnx")
+ort = import_or_skip("onnxruntime")
+import_or_skip("onnx")
 
 SRC = Vocab([[f"e{i}" for i in range(40)]])
 TGT = Vocab([[f"f{i}" for i in range(30)]])

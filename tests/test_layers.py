@@ -15,16 +15,20 @@ LIBRARY = ROOT / "transformer_lib"
 LAYERS = ["model", "translation", "instruments"]
 
 
-def imported_layers(path, layer):
+def imported_layers(path, layer, depth=0):
     """The layers (and top-level modules) that the module at ``path`` imports, resolved from
-    its relative imports, lazy ones inside functions included."""
+    its relative and absolute imports, lazy ones inside functions included. ``depth``: how many
+    packages below its layer's the module lies (0 for ``transformer_lib/model/x.py``)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1:          # from .x: the module's own layer
+            names = [a.name for a in node.names]
+            if 0 < node.level <= depth + 1:       # from .x (or ..x in a subpackage): its layer
                 found.add(layer)
-            elif node.level == 2:        # from ..x.y: another layer, or a top-level module
-                found.add(node.module.split(".")[0])
+            elif node.level == depth + 2:         # from ..x.y, or from .. import x
+                found.update([node.module.split(".")[0]] if node.module else names)
+            elif node.module == "transformer_lib":               # from transformer_lib import x
+                found.update(names)
             elif (node.module or "").startswith("transformer_lib."):
                 found.add(node.module.split(".")[1])
         elif isinstance(node, ast.Import):
@@ -36,8 +40,9 @@ def imported_layers(path, layer):
 @pytest.mark.parametrize("layer", LAYERS)
 def test_each_layer_imports_only_the_layers_before_it(layer):
     allowed = set(LAYERS[:LAYERS.index(layer) + 1]) | {"_checks"}
-    for path in sorted((LIBRARY / layer).glob("*.py")):
-        extra = imported_layers(path, layer) - allowed
+    for path in sorted((LIBRARY / layer).rglob("*.py")):
+        depth = len(path.relative_to(LIBRARY / layer).parts) - 1
+        extra = imported_layers(path, layer, depth) - allowed
         assert not extra, f"{path.relative_to(ROOT)} imports {sorted(extra)}"
 
 
@@ -45,6 +50,12 @@ def test_the_layer_check_can_fail(tmp_path):
     upward = tmp_path / "upward.py"
     upward.write_text("def f():\n    from ..instruments.notebook import glue\n")
     assert imported_layers(upward, "model") == {"instruments"}
+    for line in ("from transformer_lib import instruments", "from .. import instruments",
+                 "import transformer_lib.instruments.viz"):
+        upward.write_text(f"def f():\n    {line}\n")
+        assert imported_layers(upward, "model") == {"instruments"}, line
+    upward.write_text("from ...instruments import viz\nfrom ..data import Vocab\n")
+    assert imported_layers(upward, "translation", depth=1) == {"instruments", "translation"}
 
 
 def test_every_module_belongs_to_a_layer():
@@ -59,7 +70,7 @@ def test_each_layer_exports_what_its_all_names(layer):
     assert not missing
 
 
-def test_the_top_level_names_are_the_model_layers_names():
+def test_each_top_level_name_is_one_of_a_layers_own():
     for name in tl.__all__:
         obj = getattr(tl, name)
         if name in LAYERS:

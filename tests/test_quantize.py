@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import transformer_lib as tl
+from conftest import import_or_skip
 from transformer_lib.translation.checkpoint import (dequantize_int8, load_checkpoint,
                                                     quantize_int8, rounded_to_int8,
                                                     save_checkpoint)
@@ -58,8 +59,8 @@ def test_an_int8_checkpoint_loads_as_the_rounded_model_with_the_tie_kept(tmp_pat
 
 
 def test_the_int8_export_is_the_rounded_model_with_the_tied_matrix_once(tmp_path):
-    ort = pytest.importorskip("onnxruntime")
-    onnx = pytest.importorskip("onnx")
+    ort = import_or_skip("onnxruntime")
+    onnx = import_or_skip("onnx")
     from onnx import numpy_helper
 
     from transformer_lib.instruments.export import (DECODER_FILE, ENCODER_FILE, all_on,
@@ -110,8 +111,8 @@ def test_the_int8_export_is_the_rounded_model_with_the_tied_matrix_once(tmp_path
 
 @pytest.mark.parametrize("weights", ["float32", "float16", "int8"])
 def test_each_graph_holds_a_tied_matrix_once_in_every_storage(tmp_path, weights):
-    ort = pytest.importorskip("onnxruntime")
-    onnx = pytest.importorskip("onnx")
+    ort = import_or_skip("onnxruntime")
+    onnx = import_or_skip("onnx")
 
     from transformer_lib.instruments.export import (DECODER_FILE, ENCODER_FILE, all_on,
                                                     export_translator)
