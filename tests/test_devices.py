@@ -86,6 +86,37 @@ def test_a_training_state_on_a_gpu_keeps_the_cuda_generator(tmp_path, monkeypatc
     assert saved["scaler"]["scale"] == scaler.get_scale()
 
 
+def test_resuming_a_gpu_run_restores_its_cuda_generator(tmp_path, monkeypatch):
+    # a CPU run stopped after its first epoch, its state given a CUDA generator's (as a GPU run
+    # saves it): resuming hands that state back to torch.cuda
+    from test_training import PAIRS, SRC_VOCAB, TGT_VOCAB, tiny_model
+    from transformer_lib.translation import BatchLoader, fit
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_one_epoch(history):
+        if len(history.validation) == 1:
+            raise Stop
+
+    state, config = tmp_path / "run.state", TrainConfig(epochs=2, lr=1e-3, device="cpu",
+                                                        precision="float32")
+    loader = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, batch_size=3, seed=0)
+    val = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 6, shuffle=False)
+    with pytest.raises(Stop):
+        fit(tiny_model(), loader, val, config, progress=False, checkpoint=state,
+            callback=stop_after_one_epoch)
+    saved = torch.load(state, weights_only=True)
+    cuda_state = torch.arange(16, dtype=torch.uint8)
+    torch.save({**saved, "cuda_rng": cuda_state}, state)
+    restored = []
+    monkeypatch.setattr(torch.cuda, "set_rng_state",
+                        lambda new_state, device=None: restored.append(new_state))
+    history = fit(tiny_model(), loader, val, config, progress=False, checkpoint=state, resume=True)
+    assert len(history.validation) == 2
+    assert len(restored) == 1 and torch.equal(restored[0], cuda_state)
+
+
 def test_adamw_without_a_fused_kernel_falls_back_to_the_loop(monkeypatch):
     # a device whose torch has no fused AdamW (MPS in older releases) refuses fused=True
     real = torch.optim.AdamW
