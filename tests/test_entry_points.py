@@ -5,6 +5,7 @@ a synchronisation)."""
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import transformer_lib as tl
 from transformer_lib import _checks
@@ -66,17 +67,48 @@ def test_a_model_call_checks_each_input_once(blocks, value_checks,
     assert host_reads == ["__bool__"] * 3          # one read per check
 
 
+class SyncingOps(TorchDispatchMode):
+    """The aten operators that make a GPU wait for the host: a value read
+    into Python, or an output whose size depends on the values (nonzero,
+    and indexing with a boolean mask, which calls it)."""
+
+    SYNCING = {torch.ops.aten._local_scalar_dense.default, torch.ops.aten.nonzero.default,
+               torch.ops.aten.equal.default, torch.ops.aten.is_nonzero.default,
+               torch.ops.aten.masked_select.default}
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        indexed_by_mask = func.overloadpacket in (torch.ops.aten.index, torch.ops.aten.index_put,
+                                                  torch.ops.aten.index_put_) and any(
+            i is not None and i.dtype == torch.bool for i in (args[1] if len(args) > 1 else []))
+        if func in self.SYNCING or indexed_by_mask:
+            self.seen.append(str(func))
+        return func(*args, **kwargs)
+
+
 @pytest.mark.parametrize("blocks", [1, 4])
 def test_inside_the_model_nothing_is_checked_or_read(blocks, value_checks,
                                                      host_reads):
     model = model_with(blocks)
-    with torch.no_grad():
+    with torch.no_grad(), SyncingOps() as syncing:
         model.logits(SRC, TGT, LENS)
         memory = model.encoder.encode(SRC, LENS)
         cache = model.decoder.init_cache()
         for t in range(TGT.shape[1]):
             model.decoder.decode(TGT[:, t:t + 1], memory, LENS, cache=cache)
-    assert value_checks == [] and host_reads == []
+    assert value_checks == [] and host_reads == [] and syncing.seen == []
+
+
+def test_a_boolean_mask_index_is_seen_as_a_sync():
+    with SyncingOps() as syncing:
+        x = torch.randn(3, 4)
+        x[x > 0] = 0.0
+        (x != 0).nonzero()
+    assert len(syncing.seen) == 2
 
 
 def test_the_stacks_check_their_own_inputs_once(value_checks):
