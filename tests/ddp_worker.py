@@ -28,7 +28,8 @@ def main():
     args = parser.parse_args()
     vocab = Vocab([list("0123456789")])
     pairs = reversal_pairs(96, random.Random(args.seed), 2, 9)
-    torch.manual_seed(args.seed)
+    # a resumed run starts from other weights: it must take the stopped run's from the state
+    torch.manual_seed(args.seed + (1000 if args.resume else 0))
     V = len(vocab)
     model = tl.Transformer(tl.TransformerConfig(V, V, num_hiddens=32, ffn_num_hiddens=64,
                                                 num_heads=4, num_enc_blks=1, num_dec_blks=1,

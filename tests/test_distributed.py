@@ -57,7 +57,8 @@ def test_two_processes_resume_from_rank_0s_checkpoint(tmp_path):
     state = tmp_path / "run.state"
     whole, resumed = tmp_path / "whole.pt", tmp_path / "resumed.pt"
     assert run(whole, 1).returncode == 0
-    run(tmp_path / "never.pt", 1, "--state", str(state), "--stop-after-epoch", "2")
+    stopped = run(tmp_path / "never.pt", 1, "--state", str(state), "--stop-after-epoch", "2")
+    assert stopped.returncode == 0, failure(stopped)
     assert state.is_file() and not (tmp_path / "never.pt").exists()
     result = run(resumed, 1, "--state", str(state), "--resume")
     assert result.returncode == 0, failure(result)
