@@ -133,11 +133,16 @@ def test_a_bpe_recipe_trains_translates_and_scores_on_raw_sentences(data_dir):
             for g in split.test[:500]] == [tuple(g.src) for g in basic.test]
     seen = {tuple(s) for s, _ in split.train}
     assert not seen & {tuple(g.src) for g in split.test}
+    # the pieces of each training pair read back as that pair's raw English and French
+    raw = recipe.raw_split(data_dir)
+    assert [(src_vocab.detokenize(s), tgt_vocab.detokenize(t)) for s, t in split.train] == [
+        (s.strip(), t.strip()) for s, t in raw.train]
     torch.manual_seed(0)
     model = tl.Transformer(tl.TransformerConfig(len(src_vocab), len(tgt_vocab), **recipe.model))
     loader = BatchLoader(split.train, src_vocab, tgt_vocab, None, max_tokens=recipe.max_tokens)
     history = fit(model, loader, None, recipe.train, progress=False)
     assert history.steps_done == len(loader)
+    assert history.train_loss[-1] < history.train_loss[0] - 1.0                # it learned
     [result] = translate(model, ["Where is the station, Émile? 😀"], src_vocab, tgt_vocab,
                          max_len=8)
     assert result.unknown == [] and "<unk>" not in result.text and "Ġ" not in result.text
