@@ -166,10 +166,19 @@ def test_tied_embeddings_are_one_matrix():
     counts = tied.parameter_counts()
     assert counts["shared embedding"] == V * D and counts["output layer"] == V
     assert sum(counts.values()) == tied.num_parameters()
-    # one gradient, from all three uses
+    # one gradient, the sum of the three uses': the untied model with the same numbers in its
+    # three matrices computes the same logits, and its three gradients add up to the tied one
     batch = a_batch()
-    tied.logits(batch.src, batch.tgt_in, batch.src_valid_lens).sum().backward()
-    assert shared.grad is not None and shared.grad[batch.src.unique()].abs().sum() > 0
+    copy = encoder_decoder(seed=1)
+    copy.load_state_dict(tied.state_dict())        # the shared matrix into each of the three
+    logits = tied.logits(batch.src, batch.tgt_in, batch.src_valid_lens)
+    torch.testing.assert_close(copy.logits(batch.src, batch.tgt_in, batch.src_valid_lens), logits)
+    logits.sum().backward()
+    copy.logits(batch.src, batch.tgt_in, batch.src_valid_lens).sum().backward()
+    three = (copy.encoder.embedding.weight.grad, copy.decoder.embedding.weight.grad,
+             copy.decoder.dense.weight.grad)
+    assert all(g is not None and g.abs().sum() > 0 for g in three)
+    torch.testing.assert_close(shared.grad, sum(three))
     # a saved tied model loads into a new one and stays tied
     again = encoder_decoder(seed=1, tie_embeddings=True)
     again.load_state_dict(tied.state_dict())
