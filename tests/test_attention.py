@@ -33,6 +33,8 @@ def test_no_nan_in_low_precision_even_with_huge_scores(dtype):
     W = tl.masked_softmax(X, valid_lens, causal=True)
     assert not W.isnan().any()
     assert torch.equal(W[0], torch.zeros_like(W[0]))
+    assert torch.equal(W[1][..., 0], torch.ones(4, dtype=dtype))     # one key: all its weight
+    assert torch.equal(W[1][..., 1:], torch.zeros(4, 5, dtype=dtype))
     torch.testing.assert_close(W[2].float().sum(-1), torch.ones(4), atol=1e-2, rtol=0)
 
 
@@ -42,6 +44,10 @@ def test_gradients_stay_finite_for_empty_rows():
     tl.masked_softmax(X, torch.tensor([0, 2])).sum().backward()
     tl.scaled_dot_product_attention(q, q, q, torch.tensor([0, 3])).sum().backward()
     assert torch.isfinite(X.grad).all() and torch.isfinite(q.grad).all()
+    # a row with no valid key has weights exactly 0, whatever its scores: no gradient to them,
+    # and a batch whose every query is empty outputs zeros, with no gradient to its q, k, v
+    assert torch.equal(X.grad[0], torch.zeros(3, 4)) and torch.equal(X.grad[1][:, 2:], torch.zeros(3, 2))
+    assert torch.equal(q.grad[0], torch.zeros(2, 3, 8)) and q.grad[1].abs().sum() > 0
 
 
 def _random_mask(shape, p=0.6):

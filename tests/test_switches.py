@@ -33,8 +33,9 @@ def expected(model, src, tgt, sentence, heads_off=(), hidden=(), window=None):
 
 
 def same(a, b):
-    assert a.outputs == b.outputs
+    assert a.outputs == b.outputs and a.weights.keys() == b.weights.keys()
     for kind in a.weights:
+        assert len(a.weights[kind]) == len(b.weights[kind])
         for x, y in zip(a.weights[kind], b.weights[kind]):
             assert torch.equal(x, y)
 

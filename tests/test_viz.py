@@ -58,6 +58,8 @@ def test_rounding_keeps_pages_light_and_ids_stable():
                view.data["examples"][0]["kinds"]["self"]["layers"][0][0][0])
     again = attention_view(AttentionExample(["a", "b", "c"], {"self": [w.clone()]}))
     assert again.id == view.id                      # the same data, the same page
+    other = attention_view(AttentionExample(["a", "b", "c"], {"self": [w.flip(-1)]}))
+    assert other.id != view.id                      # two viewers on one page draw apart
     html = view._repr_html_()
     assert "</script>" not in view.json and " src=" not in html    # nothing is fetched
     assert set(re.findall(r"https?://[^\"' ]+", html)) == {"http://www.w3.org/2000/svg"}

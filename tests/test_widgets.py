@@ -6,6 +6,7 @@ matplotlib.use("Agg")
 
 import ipywidgets as widgets  # noqa: E402
 import pytest  # noqa: E402
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import transformer_lib.instruments.widgets as tw  # noqa: E402
@@ -14,9 +15,12 @@ from transformer_lib.model.positional import sinusoidal_encoding  # noqa: E402
 
 
 def test_show_heatmaps_grid_and_labels():
-    fig = show_heatmaps(torch.rand(2, 3, 4, 5), titles=["a", "b", "c"], xticklabels=list("vwxyz"))
+    matrices = torch.rand(2, 3, 4, 5)
+    fig = show_heatmaps(matrices, titles=["a", "b", "c"], xticklabels=list("vwxyz"))
     heatmaps = [ax for ax in fig.axes if ax.images]
     assert len(heatmaps) == 6 and heatmaps[0].get_title() == "a"
+    for panel, expected in zip(heatmaps, matrices.reshape(6, 4, 5), strict=True):  # row by row
+        np.testing.assert_array_equal(panel.images[0].get_array(), expected.numpy())
     assert [t.get_text() for t in heatmaps[-1].get_xticklabels()] == list("vwxyz")
     assert len(show_heatmaps(torch.rand(4, 5)).axes) == 2  # one heatmap and its colour bar
     with pytest.raises(ValueError, match="matrices"):
