@@ -55,6 +55,21 @@ def check_tensor(name: str, x, *, ndim=None, kind: str | None = None,
                          f"got shape {tuple(x.shape)}")
 
 
+def check_rows_match(queries, keys, values,
+                     names=("queries", "keys", "values")) -> None:
+    """``(B, Q, .)`` queries, ``(B, K, .)`` keys and values: one batch
+    size, as many values as keys."""
+    q, k, v = names
+    if not queries.shape[0] == keys.shape[0] == values.shape[0]:
+        raise ValueError(f"{q}, {k} and {v} must share the batch size, got "
+                         f"shapes {tuple(queries.shape)}, "
+                         f"{tuple(keys.shape)}, {tuple(values.shape)}")
+    if keys.shape[1] != values.shape[1]:
+        raise ValueError(f"{k} and {v} must have the same number of "
+                         f"positions, got {tuple(keys.shape)} and "
+                         f"{tuple(values.shape)}")
+
+
 def check_positive_int(name: str, value) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         kind = type(value)
@@ -62,6 +77,12 @@ def check_positive_int(name: str, value) -> None:
                 else f" ({kind.__module__}.{kind.__name__}: pass int(...))")
         raise ValueError(f"{name} must be a positive int, got "
                          f"{value!r}{hint}")
+
+
+def check_count(name: str, value) -> None:
+    """An int >= 0 (a number of epochs, steps or pairs; a seed)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
 
 
 def size_or(name: str, size, default: int) -> int:

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from .._checks import (check_heads_divide, check_positive_int,
-                      check_probability, check_tensor)
+                      check_probability, check_rows_match, check_tensor)
 from .attention import DotProductAttention, softmax_with_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 
@@ -183,13 +183,7 @@ def post_norm_from_separate(mha: MultiHeadAttention,
 def _check_jadore_inputs(q, k, v, mask, d_model: int) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
         check_tensor(name, t, ndim=3, kind="float", last_dim=d_model)
-    if not q.shape[0] == k.shape[0] == v.shape[0]:
-        raise ValueError(f"q, k and v must share the batch size, got shapes "
-                         f"{tuple(q.shape)}, {tuple(k.shape)}, "
-                         f"{tuple(v.shape)}")
-    if k.shape[1] != v.shape[1]:
-        raise ValueError(f"k and v must have the same number of positions, "
-                         f"got {tuple(k.shape)} and {tuple(v.shape)}")
+    check_rows_match(q, k, v, names=("q", "k", "v"))
     if mask is not None:
         check_tensor("mask", mask, ndim=3)
         B, Q, K = q.shape[0], q.shape[1], k.shape[1]

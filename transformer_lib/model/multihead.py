@@ -17,8 +17,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._checks import (check_heads_divide, check_positive_int, check_tensor,
-                      size_or)
+from .._checks import (check_heads_divide, check_positive_int,
+                      check_rows_match, check_tensor, size_or)
 from .attention import DotProductAttention
 
 
@@ -143,11 +143,4 @@ class MultiHeadAttention(nn.Module):
                      last_dim=self.key_size)
         check_tensor("values", values, ndim=3, kind="float",
                      last_dim=self.value_size)
-        if not queries.shape[0] == keys.shape[0] == values.shape[0]:
-            raise ValueError(f"queries, keys and values must share the "
-                             f"batch size, got {queries.shape[0]}, "
-                             f"{keys.shape[0]}, {values.shape[0]}")
-        if keys.shape[1] != values.shape[1]:
-            raise ValueError(f"keys and values must have the same number "
-                             f"of positions, got {keys.shape[1]} and "
-                             f"{values.shape[1]}")
+        check_rows_match(queries, keys, values)

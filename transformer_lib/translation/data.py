@@ -378,11 +378,8 @@ class BatchLoader:
             raise ValueError("give batch_size, max_tokens or both")
         if batch_size is not None:
             check_positive_int("batch_size", batch_size)
-        if max_tokens is not None and (isinstance(max_tokens, bool) or
-                                       not isinstance(max_tokens, int) or
-                                       max_tokens <= 0):
-            raise ValueError(f"max_tokens must be a positive integer, "
-                             f"got {max_tokens!r}")
+        if max_tokens is not None:
+            check_positive_int("max_tokens", max_tokens)
         if not pairs:
             raise ValueError("pairs is empty: there is nothing to batch")
         _check_pairs(pairs)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch.nn.functional as F
 
-from .._checks import check_positive_int
+from .._checks import check_count, check_positive_int
 from ..model import EncoderDecoder
 from .data import BatchLoader, Vocab
 from .decoding import greedy_decode, greedy_decode_uncached
@@ -38,8 +38,7 @@ def reversal_pairs(count: int, rng: random.Random, min_digits: int,
 
 
 def _check_draw_arguments(count, rng, min_digits, max_digits, avoid) -> None:
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise ValueError(f"count must be an int >= 0, got {count!r}")
+    check_count("count", count)
     if not isinstance(rng, random.Random):
         raise TypeError(f"rng must be a random.Random (e.g. "
                         f"random.Random(0)), got {type(rng).__name__}")

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import torch
 
-from .._checks import check_positive_int, check_tensor
+from .._checks import (check_count, check_positive_int, check_probability,
+                       check_tensor)
 from .data import Vocab
 from .distributed import (DistributedModel, Ranks, all_reduce_sum, barrier,
                           shard)
@@ -169,10 +170,7 @@ def _check_loss_inputs(logits, labels, label_smoothing) -> None:
         raise ValueError(f"labels must be (B, T) = "
                          f"{tuple(logits.shape[:2])}, as the logits' first "
                          f"two axes, got {tuple(labels.shape)}")
-    if (isinstance(label_smoothing, bool) or not isinstance(
-            label_smoothing, (int, float)) or not 0 <= label_smoothing < 1):
-        raise ValueError(f"label_smoothing must be in [0, 1), got "
-                         f"{label_smoothing!r}")
+    check_probability("label_smoothing", label_smoothing)
 
 
 def _check_loader(name: str, loader) -> None:
@@ -218,17 +216,14 @@ class TrainConfig:
         if self.decay_steps is not None:
             check_positive_int("decay_steps", self.decay_steps)
         for name in ("epochs", "warmup_steps", "seed"):
-            _check_count(name, getattr(self, name))
+            check_count(name, getattr(self, name))
         check_positive_int("log_every", self.log_every)
         for name in ("lr", "clip_norm"):   # clip_norm=math.inf: no clipping
             _check_number(name, getattr(self, name), positive=True)
-        for name in ("weight_decay", "label_smoothing"):
-            _check_number(name, getattr(self, name), positive=False)
+        _check_number("weight_decay", self.weight_decay, positive=False)
+        check_probability("label_smoothing", self.label_smoothing)
         if self.max_seconds is not None:
             _check_number("max_seconds", self.max_seconds, positive=True)
-        if not self.label_smoothing < 1:
-            raise ValueError(f"label_smoothing must be in [0, 1), got "
-                             f"{self.label_smoothing!r}")
         if self.epochs <= 0 and not self.max_seconds:
             raise ValueError("give a positive epochs or max_seconds")
         if self.precision not in PRECISIONS:
@@ -241,12 +236,6 @@ class TrainConfig:
                 raise ValueError(f"device must be None or a torch device "
                                  f"such as 'cpu' or 'cuda', got "
                                  f"{self.device!r}") from error
-
-
-def _check_count(name: str, value) -> None:
-    """An int >= 0 (epochs, steps, a seed)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be an int >= 0, got {value!r}")
 
 
 def _check_number(name: str, value, *, positive: bool) -> None:
