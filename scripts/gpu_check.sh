@@ -25,8 +25,10 @@
 # 10 minutes a command: it kills it, and nothing is published. (Not
 # --max-seconds: a time budget makes the linear decay follow the clock where
 # the clock is further along than the epochs, so a run it never stopped still
-# trained with another schedule. On an H100 the first epoch took 119 s, the
-# nine others 16-21 s each: 287 s in all, plus 40 s of loading and scoring.)
+# trained with another schedule. On an H100 the first epoch took 97 s, the
+# nine others 16-19 s each: 254 s in all, plus 41 s of loading and scoring,
+# before fit left out cuDNN's attention, whose cost per new shape made the
+# first epoch the slow one: benchmarks/bench_first_epoch.py.)
 # Everything lands in $OUT: log.txt, freeze.diff and results.tar.gz (each pass's
 # executed notebooks, what they printed, times.json).
 set -uo pipefail

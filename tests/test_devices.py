@@ -117,6 +117,47 @@ def test_resuming_a_gpu_run_restores_its_cuda_generator(tmp_path, monkeypatch):
     assert len(restored) == 1 and torch.equal(restored[0], cuda_state)
 
 
+def kernels_allowed():
+    backends = torch.backends.cuda
+    return {"cudnn": backends.cudnn_sdp_enabled(), "flash": backends.flash_sdp_enabled(),
+            "efficient": backends.mem_efficient_sdp_enabled(), "math": backends.math_sdp_enabled()}
+
+
+def test_on_a_gpu_attention_leaves_out_cudnn_only_inside_the_context():
+    # (torch's switches for a GPU's fused attention kernels; setting them runs nothing)
+    before = kernels_allowed()
+    assert all(before.values())
+    with training.attention_kernels_for_many_shapes(torch.device("cpu")):
+        assert kernels_allowed() == before
+    with training.attention_kernels_for_many_shapes(CUDA):
+        assert kernels_allowed() == {**before, "cudnn": False}
+    assert kernels_allowed() == before
+
+
+def test_fit_trains_inside_that_context(monkeypatch):
+    # fit asks for the context of its device; given CUDA's here (on a CPU model), its steps
+    # run with cuDNN's attention left out, and the switches come back after it
+    from test_training import PAIRS, SRC_VOCAB, TGT_VOCAB, tiny_model
+    from transformer_lib.translation import BatchLoader, fit
+
+    real = training.attention_kernels_for_many_shapes
+    asked = []
+
+    def as_on_a_gpu(device):
+        asked.append(device)
+        return real(CUDA)
+
+    monkeypatch.setattr(training, "attention_kernels_for_many_shapes", as_on_a_gpu)
+    seen = []
+    config = TrainConfig(epochs=1, device="cpu", precision="float32", log_every=1)
+    loader = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, batch_size=3, seed=0)
+    fit(tiny_model(), loader, None, config, progress=False,
+        callback=lambda history: seen.append(kernels_allowed()["cudnn"]))
+    assert asked == [torch.device("cpu")]
+    assert seen and not any(seen)
+    assert kernels_allowed()["cudnn"]
+
+
 def test_adamw_without_a_fused_kernel_falls_back_to_the_loop(monkeypatch):
     # a device whose torch has no fused AdamW (MPS in older releases) refuses fused=True
     real = torch.optim.AdamW

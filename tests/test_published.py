@@ -26,6 +26,13 @@ FIRST_LOSSES_TOLERANCE = 2e-3
 # 7.0e-3); what the test is there to catch moves them by more: another initialisation seed
 # 1.8e-2, a learning rate 10 % higher 4.1e-2, a warm-up 10 % longer 4.2e-2, no label smoothing 0.11.
 OTHER_MASKS_TOLERANCE = 1.2e-2
+# The H100 record below, trained with CUDA's dropout masks for seed 0, has its first two points
+# 5.5e-4 and 1.6e-3 from the CPU's (as this test computes them; the CPU's move by 8.1e-5 at most
+# between bf16, float32 and AVX2 kernels). Measured on that H100 (scripts/first_losses.py): the
+# same 20 steps with dropout seeds 1 and 2 were 1.1e-3 off at most, another initialisation seed
+# (1) 7.5e-3 off; an earlier run with a time budget (--max-seconds, whose clock moves the rate)
+# was 2.2e-2 off. The record is one fixed log: this holds it to three times its own difference.
+GPU_RECORD_TOLERANCE = 5e-3
 # The everyday recipe trained on a lent H100 with torchrun (issue 31; README, "The everyday
 # model on a GPU"): a record, not the published model.
 GPU_RUN = Path(__file__).resolve().parents[1] / "records" / "everyday-h100"
@@ -105,9 +112,10 @@ class _Enough(Exception):
     pass
 
 
-def test_the_log_comes_from_this_code(everyday_data):
-    """The recipe, run again here: the same vocabulary, and its first 20 steps give the log's
-    first two loss points (mean label-smoothed loss over steps 1-10 and 11-20)."""
+@pytest.fixture(scope="module")
+def first_points_here(everyday_data):
+    """The recipe's first two loss points (mean label-smoothed loss over steps 1-10 and 11-20),
+    trained again here; the vocabulary learned again is the published one."""
     from transformer_lib.translation import BatchLoader, fit, seed_everything
 
     recipe = RECIPES["everyday"]
@@ -127,14 +135,33 @@ def test_the_log_comes_from_this_code(everyday_data):
 
     with pytest.raises(_Enough):
         fit(model, loader, None, recipe.train, callback=stop_after_two, progress=False)
-    record = everyday_log()
+    return points[:2]
+
+
+def first_points_difference(points, directory=None):
+    """The largest difference between ``points`` and a log's first two loss points."""
+    record = everyday_log(directory) if directory else everyday_log()
     log = record["history"]
-    assert log["steps"][:2] == [recipe.train.log_every, 2 * recipe.train.log_every]
-    difference = max(abs(a - b) for a, b in zip(points[:2], log["train_loss"][:2]))
-    print(f"\nfirst two loss points {points[:2]} vs the log's {log['train_loss'][:2]}: "
+    step = RECIPES["everyday"].train.log_every
+    assert log["steps"][:2] == [step, 2 * step]
+    difference = max(abs(a - b) for a, b in zip(points, log["train_loss"][:2]))
+    print(f"\nfirst two loss points {points} vs the log's {log['train_loss'][:2]}: "
           f"largest difference {difference:.5f}")
+    return difference, record
+
+
+def test_the_log_comes_from_this_code(first_points_here):
+    """The recipe, run again here: its first 20 steps give the published log's first two loss
+    points."""
+    difference, record = first_points_difference(first_points_here)
     same_masks = record["machine"]["device"] == "cpu" and record["processes"] == 1
     assert difference < (FIRST_LOSSES_TOLERANCE if same_masks else OTHER_MASKS_TOLERANCE)
+
+
+def test_the_gpu_runs_log_comes_from_this_code(first_points_here):
+    """The same for the H100 record, trained with CUDA's dropout masks."""
+    difference, _ = first_points_difference(first_points_here, GPU_RUN)
+    assert difference < GPU_RECORD_TOLERANCE
 
 
 def test_the_gpu_run_was_trained_on_cuda_by_torchrun():

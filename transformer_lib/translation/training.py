@@ -422,7 +422,8 @@ def fit(model, train_loader, val_loader=None,
     whose generator it reseeds too, only the CPU's).  The order of the
     batches is the loader's: its seed and the epoch, which fit sets with
     ``train_loader.set_epoch``.  The model ends in the mode it had.  The
-    loss is read on the host only at log points.
+    loss is read on the host only at log points.  On a GPU, attention
+    runs without cuDNN's kernel (:func:`attention_kernels_for_many_shapes`).
     ``callback(history)`` (or each of a list of callbacks) runs every
     ``config.log_every`` steps and, when there is a ``val_loader``, after
     each epoch's validation, e.g. to redraw a live loss plot; like
@@ -458,11 +459,26 @@ def fit(model, train_loader, val_loader=None,
     device = pick_device(config.device)
     dtype = autocast_dtype(config.precision, device)
     forked = [device] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=forked), training_mode(model, True):
+    with torch.random.fork_rng(devices=forked), training_mode(model, True), \
+            attention_kernels_for_many_shapes(device):
         torch.manual_seed(config.seed + ranks.rank)
         return _train(model.to(device), train_loader, val_loader, config,
                       device, dtype, callback, progress, checkpoint, resume,
                       ranks)
+
+
+def attention_kernels_for_many_shapes(device: torch.device):
+    """A context in which a GPU's fused attention leaves out cuDNN's kernel
+    (flash, memory-efficient and the plain kernels stay); on a CPU it
+    changes nothing.  Batches cut by size come in many shapes (176 in the
+    everyday recipe's first epoch), and on a lent H100 a step on a shape
+    new to cuDNN's attention took 19.7 times a repeated one, against 1.3
+    times without it (``benchmarks/bench_first_epoch.py``)."""
+    if device.type != "cuda":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION,
+                        SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
 
 
 TRAINING_STATE_FORMAT = 1
