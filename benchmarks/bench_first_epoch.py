@@ -8,8 +8,8 @@ are cut by size, so they come in many shapes (B, S) x (B, T), each new to
 the device somewhere in the first epoch. This times, one synchronised step
 at a time, ``--batches`` batches of the first epoch whose shapes are all
 new, then the same batches again (both by ``train_step`` alone, with all of
-torch's fused attention kernels), then as many other new shapes as ``fit``
-trains them, without cuDNN's attention kernel
+torch's fused attention kernels), then, on a GPU, as many other new shapes
+with the attention kernels ``fit`` trains with, cuDNN's left out
 (``attention_kernels_for_many_shapes``), and prints the mean step of each
 pass and their ratios. A ratio near 1 says new shapes cost nothing; well
 above 1 says they do, and the third pass says whether cuDNN's attention is
@@ -19,8 +19,9 @@ where. On that H100 (40 batches): 484.5 ms, 24.6 ms and 31.8 ms a step,
 Run:  python benchmarks/bench_first_epoch.py [--batches 40] [--device cuda]
 
 (about a minute on a GPU, most of it the recipe's data; the epoch has 176
-shapes, so --batches can be at most 85. On this project's 2-core CPU a
-pass of 40 batches takes over a minute: use --batches 10.)
+shapes, so --batches can be at most 85 there (five warm up, then two sets
+of new shapes). On this project's 2-core CPU a pass of 40 batches takes
+over a minute: use --batches 10.)
 """
 
 from __future__ import annotations

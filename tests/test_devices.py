@@ -123,10 +123,22 @@ def kernels_allowed():
             "efficient": backends.mem_efficient_sdp_enabled(), "math": backends.math_sdp_enabled()}
 
 
-def test_on_a_gpu_attention_leaves_out_cudnn_only_inside_the_context():
-    # (torch's switches for a GPU's fused attention kernels; setting them runs nothing)
+@pytest.fixture
+def attention_switches():
+    """torch's switches for a GPU's fused attention kernels (setting them runs nothing), put
+    back as they were after the test."""
+    backends = torch.backends.cuda
     before = kernels_allowed()
-    assert all(before.values())
+    yield
+    backends.enable_cudnn_sdp(before["cudnn"])
+    backends.enable_flash_sdp(before["flash"])
+    backends.enable_mem_efficient_sdp(before["efficient"])
+    backends.enable_math_sdp(before["math"])
+
+
+def test_on_a_gpu_attention_leaves_out_cudnn_only_inside_the_context(attention_switches):
+    torch.backends.cuda.enable_cudnn_sdp(True)
+    before = kernels_allowed()
     with training.attention_kernels_for_many_shapes(torch.device("cpu")):
         assert kernels_allowed() == before
     with training.attention_kernels_for_many_shapes(CUDA):
@@ -134,7 +146,19 @@ def test_on_a_gpu_attention_leaves_out_cudnn_only_inside_the_context():
     assert kernels_allowed() == before
 
 
-def test_fit_trains_inside_that_context(monkeypatch):
+def test_the_context_leaves_the_other_kernels_as_the_reader_set_them(attention_switches):
+    torch.backends.cuda.enable_cudnn_sdp(True)
+    torch.backends.cuda.enable_flash_sdp(False)        # say, switched off to debug
+    with training.attention_kernels_for_many_shapes(CUDA):
+        assert not kernels_allowed()["flash"] and not kernels_allowed()["cudnn"]
+    assert kernels_allowed()["cudnn"] and not kernels_allowed()["flash"]
+    torch.backends.cuda.enable_cudnn_sdp(False)        # off already: it stays off after
+    with training.attention_kernels_for_many_shapes(CUDA):
+        assert not kernels_allowed()["cudnn"]
+    assert not kernels_allowed()["cudnn"]
+
+
+def test_fit_trains_inside_that_context(monkeypatch, attention_switches):
     # fit asks for the context of its device; given CUDA's here (on a CPU model), its steps
     # run with cuDNN's attention left out, and the switches come back after it
     from test_training import PAIRS, SRC_VOCAB, TGT_VOCAB, tiny_model
@@ -148,6 +172,7 @@ def test_fit_trains_inside_that_context(monkeypatch):
         return real(CUDA)
 
     monkeypatch.setattr(training, "attention_kernels_for_many_shapes", as_on_a_gpu)
+    torch.backends.cuda.enable_cudnn_sdp(True)
     seen = []
     config = TrainConfig(epochs=1, device="cpu", precision="float32", log_every=1)
     loader = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, batch_size=3, seed=0)

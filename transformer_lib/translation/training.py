@@ -467,18 +467,23 @@ def fit(model, train_loader, val_loader=None,
                       ranks)
 
 
+@contextlib.contextmanager
 def attention_kernels_for_many_shapes(device: torch.device):
-    """A context in which a GPU's fused attention leaves out cuDNN's kernel
-    (flash, memory-efficient and the plain kernels stay); on a CPU it
-    changes nothing.  Batches cut by size come in many shapes (176 in the
+    """A context in which a GPU's fused attention leaves out cuDNN's kernel;
+    torch's other attention kernels stay as they were, and on a CPU
+    nothing changes.  Batches cut by size come in many shapes (176 in the
     everyday recipe's first epoch), and on a lent H100 a step on a shape
     new to cuDNN's attention took 19.7 times a repeated one, against 1.3
     times without it (``benchmarks/bench_first_epoch.py``)."""
-    if device.type != "cuda":
-        return contextlib.nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    return sdpa_kernel([SDPBackend.FLASH_ATTENTION,
-                        SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
+    switches = torch.backends.cuda
+    leave_out = device.type == "cuda" and switches.cudnn_sdp_enabled()
+    if leave_out:
+        switches.enable_cudnn_sdp(False)
+    try:
+        yield
+    finally:
+        if leave_out:
+            switches.enable_cudnn_sdp(True)
 
 
 TRAINING_STATE_FORMAT = 1
