@@ -108,39 +108,34 @@ def test_the_log_records_the_run(directory):
     assert log["publish"]["weights"] == "int8"
 
 
-class _Enough(Exception):
-    pass
+def _first_losses_script():
+    """scripts/first_losses.py, which trains the recipe's first steps (on a GPU too)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "first_losses.py"
+    spec = importlib.util.spec_from_file_location("first_losses", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="module")
 def first_points_here(everyday_data):
     """The recipe's first two loss points (mean label-smoothed loss over steps 1-10 and 11-20),
     trained again here; the vocabulary learned again is the published one."""
-    from transformer_lib.translation import BatchLoader, fit, seed_everything
-
-    recipe = RECIPES["everyday"]
     _, published_vocab = load_everyday()
     split, vocab = everyday_data
     assert vocab.to_json() == published_vocab.to_json()
-    seed_everything(recipe.train.seed)
-    model = tl.Transformer(tl.TransformerConfig(len(vocab), len(vocab), **recipe.model))
-    loader = BatchLoader(split.train, vocab, vocab, recipe.batch_size, seed=recipe.train.seed,
-                         max_tokens=recipe.max_tokens)
-    points = []
-
-    def stop_after_two(history):
-        points[:] = history.train_loss
-        if len(points) >= 2:
-            raise _Enough
-
-    with pytest.raises(_Enough):
-        fit(model, loader, None, recipe.train, callback=stop_after_two, progress=False)
-    return points[:2]
+    seed = RECIPES["everyday"].train.seed
+    points = _first_losses_script().first_points(split, vocab, None, dropout_seed=seed,
+                                                 init_seed=seed)
+    assert len(points) == 2
+    return points
 
 
-def first_points_difference(points, directory=None):
+def first_points_difference(points, directory=EVERYDAY_DIR):
     """The largest difference between ``points`` and a log's first two loss points."""
-    record = everyday_log(directory) if directory else everyday_log()
+    record = everyday_log(directory)
     log = record["history"]
     step = RECIPES["everyday"].train.log_every
     assert log["steps"][:2] == [step, 2 * step]
