@@ -189,6 +189,9 @@ CASES.update({
     "fit with a recipe for its config":
         (lambda: fit(model, BatchLoader([pair], letters, letters), config=RECIPES["basic"]),
          TypeError, r"config must be a TrainConfig .*recipe.train"),
+    "fit with a number for its clock":
+        (lambda: fit(model, BatchLoader([pair], letters, letters), config=TrainConfig(device="cpu"),
+                     clock=12.5), TypeError, "clock must be a function"),
     "log_every 0": (lambda: TrainConfig(log_every=0), ValueError, "log_every"),
     "clip_norm 0 (no step would move)": (lambda: TrainConfig(clip_norm=0), ValueError, "clip_norm"),
     "label_smoothing of 1": (lambda: TrainConfig(label_smoothing=1.0), ValueError, "label_smoothing"),

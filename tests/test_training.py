@@ -75,7 +75,39 @@ def test_decay_steps_fix_the_schedule_whatever_stops_the_run():
             TrainConfig(decay_steps=bad)
 
 
-def test_a_time_budget_with_decay_steps_follows_the_step_schedule(monkeypatch):
+class FakeClock:
+    """Seconds that pass only when the test says so, whatever the machine's speed."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def advance(self, seconds):
+        self.now += seconds
+
+
+STEP_SECONDS = 0.125  # a power of two: sums of it are exact
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """A fake clock for ``fit(..., clock=clock)`` on which each training step takes 1/8 s."""
+    from transformer_lib.translation import training
+
+    fake = FakeClock()
+    real = training.train_step
+
+    def timed_step(*args, **kwargs):
+        fake.advance(STEP_SECONDS)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "train_step", timed_step)
+    return fake
+
+
+def test_a_time_budget_with_decay_steps_follows_the_step_schedule(monkeypatch, clock):
     """The GRU race's setting: stopped by time, scheduled by steps."""
     from transformer_lib.translation import training
 
@@ -84,21 +116,21 @@ def test_a_time_budget_with_decay_steps_follows_the_step_schedule(monkeypatch):
     monkeypatch.setattr(training, "learning_rate",
                         lambda c, s, p: rates.append(real(c, s, p)) or rates[-1])
     loader = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, batch_size=2, seed=0)
-    config = TrainConfig(epochs=0, max_seconds=0.5, lr=1e-3, warmup_steps=2,
+    config = TrainConfig(epochs=0, max_seconds=1.0, lr=1e-3, warmup_steps=2,
                          decay_steps=50, device="cpu", log_every=1)
-    history = training.fit(tiny_model(), loader, None, config, progress=False)
-    assert history.steps_done == len(rates) > 2
+    history = training.fit(tiny_model(), loader, None, config, progress=False, clock=clock)
+    assert history.steps_done == len(rates) == 8      # 1 s of 1/8-s steps
     assert rates == [pytest.approx(learning_rate(config, s, 0.0)) for s in range(len(rates))]
     with pytest.raises(ValueError, match="schedule"):
         TrainConfig(schedule="cosine")
 
 
-def _fit(model, **changes):
+def _fit(model, clock=time.perf_counter, **changes):
     settings = dict(epochs=60, lr=3e-3, warmup_steps=10, label_smoothing=0.0, seed=0, device="cpu")
     settings.update(changes)
     loader = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, batch_size=3, seed=0)
     return fit(model, loader, BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 6, shuffle=False),
-               TrainConfig(**settings), progress=False)
+               TrainConfig(**settings), progress=False, clock=clock)
 
 
 def test_tiny_model_overfits_to_bleu_100_and_training_is_seeded():
@@ -115,25 +147,51 @@ def test_tiny_model_overfits_to_bleu_100_and_training_is_seeded():
     assert again.train_loss == history.train_loss  # same seed, same numbers
 
 
-def test_time_budget_stops_training():
-    history = _fit(tiny_model(), epochs=0, max_seconds=1.0, log_every=1)
-    assert 0.9 < history.train_seconds < 3.0
-    assert history.seconds[-1] <= 1.5
-    epochs = [v.epoch for v in history.validation]
-    assert epochs == sorted(set(epochs))              # one validation per epoch (or end), none twice
+def test_time_budget_stops_training_and_validation_is_not_training_time(monkeypatch, clock):
+    from transformer_lib.translation import training
+
+    real = training.evaluate_loss
+    monkeypatch.setattr(training, "evaluate_loss",     # a validation of 5 s
+                        lambda *a, **k: clock.advance(5.0) or real(*a, **k))
+    history = _fit(tiny_model(), epochs=0, max_seconds=1.0, log_every=1, clock=clock)
+    # two 1/8-s steps an epoch: the budget ends with the eighth step, the fourth epoch's last
+    assert history.steps_done == 8 and history.train_seconds == 1.0
+    assert history.seconds == [STEP_SECONDS * k for k in range(1, 9)]
+    assert [(v.epoch, v.seconds) for v in history.validation] == [
+        (1.0, 0.25), (2.0, 0.5), (3.0, 0.75), (4.0, 1.0)]  # one each epoch, none twice
+    assert clock.now == 1.0 + 4 * 5.0
 
 
-def test_a_budget_that_ends_as_an_epoch_starts_validates_once():
-    class SlowStart(BatchLoader):
-        def __iter__(self):
-            time.sleep(0.3)  # e.g. a loader that reads a file at each epoch's start
-            yield from super().__iter__()
+class SlowStart(BatchLoader):
+    """A loader that takes ``seconds`` of ``clock`` at each epoch's start (e.g. to read a file)."""
 
-    loader = SlowStart(PAIRS, SRC_VOCAB, TGT_VOCAB, batch_size=6)           # one step an epoch
+    def __init__(self, *args, clock, seconds, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.clock, self.seconds = clock, seconds
+
+    def __iter__(self):
+        self.clock.advance(self.seconds)
+        yield from super().__iter__()
+
+
+def test_a_budget_that_ends_as_an_epoch_starts_validates_once(clock):
+    loader = SlowStart(PAIRS, SRC_VOCAB, TGT_VOCAB, batch_size=6,   # one step an epoch
+                       clock=clock, seconds=0.25)
     val = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 6, shuffle=False)
     history = fit(tiny_model(), loader, val, TrainConfig(epochs=0, max_seconds=0.5, device="cpu"),
-                  progress=False)                     # runs out in the second epoch's slow start
+                  progress=False, clock=clock)
+    # the first epoch ends at 0.375 s; the budget runs out in the second one's slow start
     assert history.steps_done == 1 and [v.epoch for v in history.validation] == [1.0]
+    assert history.train_seconds == 0.25 + STEP_SECONDS and clock.now == 0.5 + STEP_SECONDS
+
+
+def test_a_budget_spent_before_the_first_batch_still_trains_one_step(clock):
+    loader = SlowStart(PAIRS, SRC_VOCAB, TGT_VOCAB, batch_size=3,   # two steps an epoch
+                       clock=clock, seconds=2.0)                    # a budget's worth and more
+    history = fit(tiny_model(), loader, None, TrainConfig(epochs=0, max_seconds=1.0, device="cpu",
+                                                          log_every=1), progress=False, clock=clock)
+    assert history.steps_done == 1 and len(history.train_loss) == 1
+    assert history.train_seconds == 2.0 + STEP_SECONDS
 
 
 def test_callback_sees_the_history():
@@ -145,17 +203,20 @@ def test_callback_sees_the_history():
     assert seen[-1] == len(history.train_loss) == 4
 
 
-def test_callbacks_are_not_training_time_and_a_list_runs_each():
+def test_callbacks_are_not_training_time_and_a_list_runs_each(clock):
     slow, seen = [], []
     history = fit(tiny_model(), BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 3),
                   BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, 6, shuffle=False),
-                  TrainConfig(epochs=0, max_seconds=0.6, log_every=1, device="cpu"),
-                  callback=[lambda h: slow.append(time.sleep(0.1)),
-                            lambda h: seen.append(len(h.train_loss))], progress=False)
-    # a budget of 0.6 s, with 0.1 s of callback at every step: all counted, it would stop
-    # after about 6 steps
-    assert len(slow) == len(seen) > 8 and history.train_seconds < 0.5 * 0.1 * len(slow)
-    assert history.validation[-1].seconds <= history.train_seconds
+                  TrainConfig(epochs=0, max_seconds=1.0, log_every=1, device="cpu"),
+                  callback=[lambda h: slow.append(clock.advance(1.0)),
+                            lambda h: seen.append(len(h.train_loss))], progress=False, clock=clock)
+    # a budget of 1 s, 1/8 s a step and 1 s of callback at every log point: the eight steps
+    # are all the training time (counted, the callbacks would stop it after the first)
+    assert history.steps_done == 8 and history.train_seconds == 1.0
+    assert history.seconds == [STEP_SECONDS * k for k in range(1, 9)]
+    # one call at each of the 8 log points and after each of the 4 epochs' validations
+    assert len(slow) == 12 and seen == [1, 2, 2, 3, 4, 4, 5, 6, 6, 7, 8, 8]
+    assert history.validation[-1].seconds == 1.0
 
 
 def test_epoch_snapshots_keep_the_weights_each_validation_saw():

@@ -189,7 +189,8 @@ SCHEDULES = ("linear", "constant", "inverse_sqrt")
 @dataclass
 class TrainConfig:
     """How to train.  Training stops after ``epochs`` or ``max_seconds``,
-    whichever comes first."""
+    whichever comes first (the time is read before each step; the first
+    step runs however long its batch took to load)."""
 
     epochs: int = 10
     max_seconds: float | None = None
@@ -414,7 +415,8 @@ def evaluate_loss(model, loader, label_smoothing: float = 0.0, *,
 def fit(model, train_loader, val_loader=None,
         config: TrainConfig | None = None, *, callback=None,
         progress: bool = True, checkpoint=None,
-        resume: bool = False, ranks=None) -> History:
+        resume: bool = False, ranks=None,
+        clock=time.perf_counter) -> History:
     """Train ``model`` in place and return its :class:`History`.
 
     ``config.seed`` fixes dropout: fit draws from its own copy of torch's
@@ -445,6 +447,10 @@ def fit(model, train_loader, val_loader=None,
     0 alone saves the checkpoint and shows progress, and the history
     (losses, tokens) is the whole batches'.  Dropout draws from seed
     ``config.seed + rank``.  A time budget needs one process.
+
+    ``clock``: what fit reads the time from, in seconds, for
+    ``max_seconds`` and the history's times (a fake clock makes a time
+    budget exact, whatever the machine's speed).
     """
     config = config or TrainConfig()
     if not isinstance(config, TrainConfig):
@@ -452,6 +458,9 @@ def fit(model, train_loader, val_loader=None,
                         f"recipe.train), got {type(config).__name__}")
     _check_loader("train_loader", train_loader)
     _check_loader("val_loader", val_loader)
+    if not callable(clock):
+        raise TypeError(f"clock must be a function that returns seconds "
+                        f"(time.perf_counter), got {type(clock).__name__}")
     ranks = ranks or Ranks()
     if ranks.several and config.max_seconds:
         raise ValueError("max_seconds needs one process: the ranks would "
@@ -464,7 +473,7 @@ def fit(model, train_loader, val_loader=None,
         torch.manual_seed(config.seed + ranks.rank)
         return _train(model.to(device), train_loader, val_loader, config,
                       device, dtype, callback, progress, checkpoint, resume,
-                      ranks)
+                      ranks, clock)
 
 
 @contextlib.contextmanager
@@ -529,7 +538,7 @@ def load_training_state(path, config: TrainConfig, device) -> dict:
 
 
 def _train(model, train_loader, val_loader, config, device, dtype,
-           callback, progress, checkpoint, resume, ranks) -> History:
+           callback, progress, checkpoint, resume, ranks, clock) -> History:
     from tqdm.auto import tqdm
 
     # what train_step runs: the model, or the model behind DDP
@@ -566,19 +575,19 @@ def _train(model, train_loader, val_loader, config, device, dtype,
                disable=not (progress and ranks.is_main), unit="step")
     before = history.train_seconds  # of a run this one resumes
     # validation and callbacks are not training
-    start, paused = time.perf_counter(), 0.0
+    start, paused = clock(), 0.0
     callbacks = (list(callback) if isinstance(callback, (list, tuple))
                  else [callback] if callback else [])
 
     def elapsed():
-        return before + time.perf_counter() - start - paused
+        return before + clock() - start - paused
 
     def call_back():
         nonlocal paused
-        t0 = time.perf_counter()
+        t0 = clock()
         for each in callbacks:
             each(history)
-        paused += time.perf_counter() - t0
+        paused += clock() - t0
 
     def progress_fraction():
         fractions = [step / total_steps] if total_steps else []
@@ -591,7 +600,7 @@ def _train(model, train_loader, val_loader, config, device, dtype,
             train_loader.set_epoch(epoch)
         first = step
         for batch in train_loader:
-            if progress_fraction() >= 1.0:
+            if step and progress_fraction() >= 1.0:
                 break
             check_batch(model, batch)
             tokens = batch.num_target_tokens   # of the whole batch
@@ -626,9 +635,9 @@ def _train(model, train_loader, val_loader, config, device, dtype,
         history.steps_done = step
         history.epochs_done = step / steps_per_epoch
         if val_loader is not None:
-            t0 = time.perf_counter()
+            t0 = clock()
             loss = evaluate_loss(model, val_loader)
-            paused += time.perf_counter() - t0
+            paused += clock() - t0
             history.validation.append(
                 Validation(history.train_seconds, history.epochs_done, loss))
         if checkpoint is not None:
