@@ -51,3 +51,14 @@ def environment(name: str, packages: tuple[str, ...] = ()) -> Path:
         run(python, "-m", "pip", "install", "--quiet", *packages)
     stamp.write_text(wanted)
     return python
+
+
+def build_wheel(folder: Path) -> Path:
+    """The package's wheel, built into ``folder`` from a copy of the tree without its
+    environments, build outputs and git history."""
+    source = folder / "src"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".venv*", "_build", ".vendor", "_extra", ".git", "*.egg-info", "build", "__pycache__"))
+    run(sys.executable, "-c", f"from setuptools import build_meta; build_meta.build_wheel({str(folder)!r})",
+        cwd=source)
+    return next(folder.glob("transformer_lib-*.whl"))

@@ -25,9 +25,46 @@ def test_subcommand_help(command, capsys):
 
 def test_missing_arguments_are_usage_errors(capsys):
     with pytest.raises(SystemExit) as exit_info:
-        main(["translate"])
+        main(["train"])
     assert exit_info.value.code == 2
-    assert "--checkpoint" in capsys.readouterr().err
+    assert "--out" in capsys.readouterr().err
+
+
+def test_translate_uses_the_published_model_unless_told_otherwise(capsys, monkeypatch):
+    from transformer_lib.translation import load_everyday
+    from transformer_lib.translation.translate import translate
+
+    sentences = ["Where can I buy a ticket for the concert?", "The soup is too salty for me."]
+    assert main(["translate", *sentences]) == 0
+    captured = capsys.readouterr()
+    model, vocab = load_everyday()
+    assert captured.out.splitlines() == [r.text for r in translate(model, sentences, vocab, vocab)]
+    assert "the published everyday model" in captured.err and "--checkpoint" in captured.err
+    # an altered published file is refused, not used
+    from transformer_lib.translation import published
+
+    monkeypatch.setattr(published, "sha256_of", lambda path: "0" * 64)
+    assert main(["translate", "go ."]) == 2
+    assert "does not match its SHA-256" in capsys.readouterr().err
+
+
+def test_evaluate_uses_the_published_model_and_its_recipe(tmp_path, capsys):
+    # no data where it is told to look: it stops there, after loading the published model and
+    # reading from it the recipe whose data it needs
+    assert main(["evaluate", "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "the published everyday model" in err
+    assert err.splitlines()[-1].startswith("error:") and str(tmp_path) in err
+
+
+def test_the_installed_command_is_the_module_s(capsys, monkeypatch):
+    from transformer_lib.cli import console
+
+    monkeypatch.setattr(sys, "argv", ["transformer-lib", "--help"])
+    with pytest.raises(SystemExit) as exit_info:
+        console()
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("usage: transformer-lib ")
 
 
 def test_missing_checkpoint_is_a_clear_error(tmp_path, capsys):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from browser import ROOT
-from envs import torch_spec
+from envs import build_wheel, torch_spec
 
 
 def test_requirements_install_the_package_and_its_extras():
@@ -29,18 +29,9 @@ def test_the_wheel_carries_the_scripts_of_the_viewer_and_the_translator(tmp_path
     """Colab installs the package from git, not editable: the viewer's JavaScript and the
     published translator must be in the wheel (package data), or attention_view,
     translator_box and load_everyday fail there."""
-    import shutil
-    import subprocess
-    import sys
     import zipfile
 
-    source = tmp_path / "src"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-        ".venv*", "_build", ".vendor", "_extra", ".git", "*.egg-info", "build", "__pycache__"))
-    subprocess.run([sys.executable, "-c", "from setuptools import build_meta; "
-                    f"build_meta.build_wheel({str(tmp_path)!r})"],
-                   cwd=source, check=True, capture_output=True)
-    wheel = next(tmp_path.glob("transformer_lib-*.whl"))
+    wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     assert {"transformer_lib/instruments/attention_view.js",
             "transformer_lib/instruments/translator.js"} <= set(names)

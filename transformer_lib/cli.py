@@ -1,5 +1,7 @@
 """The command line: ``python -m transformer_lib train | translate |
-evaluate``."""
+evaluate | doctor``, installed as ``transformer-lib`` too.  ``translate``
+and ``evaluate`` use the book's published everyday model unless
+``--checkpoint`` names another."""
 
 from __future__ import annotations
 
@@ -12,6 +14,10 @@ from pathlib import Path
 from .translation.download import DATA_DIR_ENV
 
 
+PUBLISHED_HELP = ("a checkpoint that `train` wrote (default: the book's "
+                  "published everyday model, shipped with the package)")
+
+
 def _add_data_args(p):
     p.add_argument("--data-dir", default=None,
                    help=f"folder holding fra-eng/fra.txt (default: "
@@ -19,12 +25,13 @@ def _add_data_args(p):
                         f"download from d2l's data hub)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m transformer_lib"
+                 ) -> argparse.ArgumentParser:
     from .translation.recipes import RECIPES
     from .translation.training import PRECISIONS
 
     parser = argparse.ArgumentParser(
-        prog="python -m transformer_lib",
+        prog=prog,
         description="Train, use and evaluate English-to-French "
                     "translators.")
     sub = parser.add_subparsers(
@@ -75,8 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_args(t)
 
     r = sub.add_parser("translate",
-                       help="translate English sentences with a checkpoint")
-    r.add_argument("--checkpoint", required=True)
+                       help="translate English sentences into French")
+    r.add_argument("--checkpoint", help=PUBLISHED_HELP)
     r.add_argument("--beam", type=int, default=1,
                    help="beam size (1: greedy)")
     r.add_argument("sentences", nargs="*",
@@ -89,9 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data_args(d)
 
     e = sub.add_parser("evaluate",
-                       help="corpus BLEU of a checkpoint on its held-out "
-                            "split")
-    e.add_argument("--checkpoint", required=True)
+                       help="corpus BLEU of a model on its held-out split")
+    e.add_argument("--checkpoint", help=PUBLISHED_HELP)
     e.add_argument("--beam", type=int, default=4,
                    help="beam size for the beam-search row")
     _add_data_args(e)
@@ -188,11 +194,25 @@ def cmd_train(args) -> int:
     return 0
 
 
-def cmd_translate(args) -> int:
+def load_model(checkpoint):
+    """``(model, src_vocab, tgt_vocab, extra)`` of ``checkpoint``, or of
+    the published everyday model (its checksums checked) when it is None;
+    which one it is goes to standard error."""
     from .translation.checkpoint import load_checkpoint
+    from .translation.published import EVERYDAY_DIR, check_published
+
+    if checkpoint is None:
+        check_published()
+        checkpoint = EVERYDAY_DIR / "model.pt"
+        print(f"model: the published everyday model ({checkpoint}); "
+              f"--checkpoint names another", file=sys.stderr)
+    return load_checkpoint(checkpoint)
+
+
+def cmd_translate(args) -> int:
     from .translation.translate import translate
 
-    model, src_vocab, tgt_vocab, _ = load_checkpoint(args.checkpoint)
+    model, src_vocab, tgt_vocab, _ = load_model(args.checkpoint)
     sentences = args.sentences or [line.rstrip("\n") for line in sys.stdin]
     if not sentences:
         raise ValueError("no sentence given: pass sentences as arguments or "
@@ -208,11 +228,10 @@ def cmd_translate(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from .translation.checkpoint import load_checkpoint
     from .translation.recipes import RECIPES
     from .translation.translate import held_out_bleu
 
-    model, src_vocab, tgt_vocab, extra = load_checkpoint(args.checkpoint)
+    model, src_vocab, tgt_vocab, extra = load_model(args.checkpoint)
     if "recipe" not in extra:
         raise ValueError(f"checkpoint {args.checkpoint} does not say which "
                          f"data it was trained on")
@@ -237,11 +256,11 @@ def cmd_doctor(args) -> int:
     return 0 if doctor(args.data_dir) else 1
 
 
-def main(argv=None) -> int:
+def main(argv=None, prog: str = "python -m transformer_lib") -> int:
     from .translation.checkpoint import CheckpointError
     from .translation.download import DataError
 
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # for --record
     commands = {"train": cmd_train, "translate": cmd_translate,
                 "evaluate": cmd_evaluate, "doctor": cmd_doctor}
@@ -250,3 +269,9 @@ def main(argv=None) -> int:
     except (DataError, CheckpointError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+
+
+def console() -> None:
+    """The installed command, ``transformer-lib``: the same as
+    ``python -m transformer_lib``."""
+    sys.exit(main(prog="transformer-lib"))
