@@ -199,11 +199,10 @@ def load_model(checkpoint):
     the published everyday model (its checksums checked) when it is None;
     which one it is goes to standard error."""
     from .translation.checkpoint import load_checkpoint
-    from .translation.published import EVERYDAY_DIR, check_published
+    from .translation.published import everyday_checkpoint
 
     if checkpoint is None:
-        check_published()
-        checkpoint = EVERYDAY_DIR / "model.pt"
+        checkpoint = everyday_checkpoint()
         print(f"model: the published everyday model ({checkpoint}); "
               f"--checkpoint names another", file=sys.stderr)
     return load_checkpoint(checkpoint)

@@ -57,13 +57,19 @@ def everyday_log(directory=EVERYDAY_DIR) -> dict:
     return json.loads((Path(directory) / "log.json").read_text())
 
 
+def everyday_checkpoint(directory=EVERYDAY_DIR) -> Path:
+    """The published model's checkpoint file, after checking the files'
+    checksums (:func:`check_published`)."""
+    check_published(directory)
+    return Path(directory) / "model.pt"
+
+
 def load_everyday(device=None, directory=EVERYDAY_DIR):
     """``(model, vocab)``: the published model (in evaluation mode, on
     ``device``, default CPU) and its subword vocabulary, one for both
     languages, after checking the files' checksums."""
     from .checkpoint import load_checkpoint
 
-    check_published(directory)
-    model, vocab, _, _ = load_checkpoint(Path(directory) / "model.pt",
+    model, vocab, _, _ = load_checkpoint(everyday_checkpoint(directory),
                                          device)
     return model, vocab
