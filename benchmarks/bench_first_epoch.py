@@ -2,8 +2,8 @@
 of a training step on a batch whose shape the device has not seen yet,
 against the same batch again.
 
-On a lent H100 the recipe's first epoch took 96.6 s and each of the nine
-others 15.6 to 18.7 s (README, "The everyday model on a GPU"). Its batches
+On an NVIDIA H100 the recipe's first epoch took 96.6 s and each of the
+nine others 15.6 to 18.7 s (records/everyday-h100/README.md). Its batches
 are cut by size, so they come in many shapes (B, S) x (B, T), each new to
 the device somewhere in the first epoch. This times, one synchronised step
 at a time, ``--batches`` batches of the first epoch whose shapes are all

@@ -1,5 +1,5 @@
-"""What each head of the trained translator is worth (issue 22, measured
-before it goes into a chapter): held-out BLEU and validation loss with each
+"""What each head of the trained translator is worth (measured before it
+went into chapter 9): held-out BLEU and validation loss with each
 head switched off in turn (tl.intervene), heads removed in order of
 importance (the pruning curve), and each head's confidence (Voita et al.,
 2019: its mean largest weight, the <eos> key left out).

@@ -10,7 +10,7 @@ batches in the recipe's order, and trains 20 steps with
 Prints one JSON line per run and the published and GPU logs' points.
 
 Run:  python scripts/first_losses.py [--device cuda] [--dropout-seeds 0 1]
-(on the lent H100: 14 s of data, 28 s for the first run, 3 s for each
+(on an NVIDIA H100: 14 s of data, 28 s for the first run, 3 s for each
 other; on this project's 2-core CPU: 10 s of data, about 15 s a run.)
 """
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check of the README ("On a GPU"): run from the repository's root on a
+# The GPU check of docs/gpu.md: run from the repository's root on a
 # machine with CUDA, torch and Jupyter's nbclient/ipykernel installed.
 #   OUT=gpu_out GPU_MINUTES=1 scripts/gpu_check.sh
 # 1. what the chapters' install cell does to the installed packages (pip freeze
@@ -17,10 +17,11 @@
 # CHAPTERS=none none of them;
 # PASS_SECONDS caps each pass (a chapter still running then is interrupted
 # and keeps what it printed).
-# EVERYDAY=1 first trains the everyday recipe there (issue 31), as `make everyday`
-# does but started by torchrun (nccl; NPROC processes, default 1), and publishes
-# it into $OUT/everyday (the int8 model.pt, log.json, SHA256SUMS: what the
-# package ships; the float32 checkpoint stays behind, too large to bring back).
+# EVERYDAY=1 first trains the everyday recipe there (the run of
+# records/everyday-h100/), as `make everyday` does but started by torchrun
+# (nccl; NPROC processes, default 1), and publishes it into $OUT/everyday
+# (the int8 model.pt, log.json, SHA256SUMS: what the package ships; the
+# float32 checkpoint stays behind, too large to bring back).
 # EVERYDAY_SECONDS (default 480) stops a run that would outlast the device's
 # 10 minutes a command: it kills it, and nothing is published. (Not
 # --max-seconds: a time budget makes the linear decay follow the clock where

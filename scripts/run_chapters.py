@@ -18,7 +18,7 @@ an outer ``timeout``, keeps the partial notebook.
 ``--set NAME=VALUE`` replaces the first line ``NAME = ...`` of a chapter's
 code by ``NAME = VALUE`` before it runs (e.g. chapter 8's ``GPU_MINUTES``,
 to check the GPU branch in less time); a chapter that has no such line is
-left as it is. This is how the GPU checks of the README were run.
+left as it is. This is how the GPU checks of docs/gpu.md were run.
 """
 
 from __future__ import annotations

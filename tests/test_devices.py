@@ -1,7 +1,7 @@
 """The lines that choose a device and a precision, run on the CPU with stand-ins for a GPU.
 
-No GPU runs in CI (README, "Runs on a GPU only"; the chapters ran on lent H200s and an H100, section
-"On a GPU"). What a GPU changes before any
+No GPU runs in CI (docs/gpu.md, "What no CPU test runs"; the chapters ran on NVIDIA H200s and an
+H100, docs/gpu.md). What a GPU changes before any
 CUDA kernel runs is a handful of decisions: which device ``pick_device`` picks, what "auto"
 precision means there (bf16, or float16 with loss scaling on a T4), what the doctor reports, and
 the CUDA generator's state in a training checkpoint. These tests take those branches with torch's

@@ -262,7 +262,7 @@ def test_the_training_settings_that_the_book_uses_pass_the_checks():
     assert autocast_dtype("float32", "cpu") is None         # a device's name works too
 
 
-def test_there_are_over_a_hundred_cases():   # as the README says
+def test_there_are_over_a_hundred_cases():   # as tests/README.md says
     assert len(CASES) > 100
 
 

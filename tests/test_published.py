@@ -14,7 +14,7 @@ from transformer_lib.translation import RECIPES, everyday_log, load_everyday
 from transformer_lib.translation.published import (CHECKSUMS, EVERYDAY_DIR, EVERYDAY_FILES,
                                                    check_published)
 
-BUDGET = 16_000_000   # bytes committed, at most (issue 30)
+BUDGET = 16_000_000   # bytes committed, at most (docs/everyday-model.md)
 # The first two log points (the mean loss over steps 1-10 and 11-20), reproduced. Measured on
 # the Zen 4 that trained it: 3.7e-6 in bf16 autocast (the log's rounding to 5 decimals), 8.1e-5
 # in float32 (what a CPU without native bf16 trains in), the same with AVX2 kernels; a change of
@@ -33,8 +33,8 @@ OTHER_MASKS_TOLERANCE = 1.2e-2
 # (1) 7.5e-3 off; an earlier run with a time budget (--max-seconds, whose clock moves the rate)
 # was 2.2e-2 off. The record is one fixed log: this holds it to three times its own difference.
 GPU_RECORD_TOLERANCE = 5e-3
-# The everyday recipe trained on a lent H100 with torchrun (issue 31; README, "The everyday
-# model on a GPU"): a record, not the published model.
+# The everyday recipe trained on an NVIDIA H100 with torchrun (records/everyday-h100/README.md):
+# a record, not the published model.
 GPU_RUN = Path(__file__).resolve().parents[1] / "records" / "everyday-h100"
 # Its int8 model's greedy BLEU, scored here on the CPU, against what publishing scored on the
 # GPU's machine (on its CPU, in float32). Chapter 8 holds the published model to the same 0.3.

@@ -187,8 +187,8 @@ RECIPES = _Recipes({
     # bf16; half the epochs in float32 (a CPU without native bf16), about
     # four minutes.  The model has the size of the benchmark's torch peer;
     # the batch size, the peak learning rate, the linear decay to zero and
-    # the number of epochs were chosen by measurement (README,
-    # "Benchmarks").
+    # the number of epochs were chosen by measurement
+    # (benchmarks/README.md).
     "basic": Recipe(
         subset="basic",
         model=dict(num_hiddens=256, ffn_num_hiddens=1024, num_heads=4,
@@ -198,14 +198,14 @@ RECIPES = _Recipes({
         batch_size=128,
         float32_epochs=6,
     ),
-    # The book's published model (models/everyday/, `make everyday`): all
+    # The book's published model (translation/everyday/, make everyday): all
     # pairs in 8,000 byte-level BPE pieces shared by both languages, with
     # basic's test sources first among its own, so that both models are
     # scored on the same sentences; tied embeddings and output layer;
     # batches of about 6,000 source and target tokens.  The size, the
-    # vocabulary and the epochs were chosen by measurement (README,
-    # "The everyday model"); about 54 minutes on the book's 2-core Zen 4
-    # in bf16.
+    # vocabulary and the epochs were chosen by measurement
+    # (docs/everyday-model.md); about 54 minutes on the book's 2-core
+    # Zen 4 in bf16.
     "everyday": Recipe(
         subset="full",
         model=dict(num_hiddens=256, ffn_num_hiddens=1024, num_heads=4,

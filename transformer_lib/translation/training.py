@@ -481,7 +481,7 @@ def attention_kernels_for_many_shapes(device: torch.device):
     """A context in which a GPU's fused attention leaves out cuDNN's kernel;
     torch's other attention kernels stay as they were, and on a CPU
     nothing changes.  Batches cut by size come in many shapes (176 in the
-    everyday recipe's first epoch), and on a lent H100 a step on a shape
+    everyday recipe's first epoch), and on an H100 a step on a shape
     new to cuDNN's attention took 19.7 times a repeated one, against 1.3
     times without it (``benchmarks/bench_first_epoch.py``)."""
     switches = torch.backends.cuda
