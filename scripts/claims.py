@@ -19,6 +19,11 @@ where ``transformer_lib.instruments.notebook.claim`` appends each claim
 (failed claims are recorded there instead of stopping the chapter).  Exit
 status 1 when a claim failed or a chapter raised anywhere.  Results also
 go, as JSON, to _build/claims/.
+
+The table the book shows, book/claims_table.md, is updated in place: the
+columns this run measured replace those of its chapters, the others stay,
+and a table of runs says which machine and code measured each chapter's
+columns (--no-write leaves the file alone).
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import re
+import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 import nbformat
@@ -45,6 +52,12 @@ KINDS = {
                      "ONEDNN_MAX_CPU_ISA": "AVX2"},
 }
 KIND_VARIABLES = {name for env in KINDS.values() for name in env}
+# The book's table: one column per kind and seed (a chapter without a seed
+# fills the s0 columns).
+TABLE = ROOT / "book" / "claims_table.md"
+SHORT_KIND = {"native": "native", "float32-avx2": "f32"}
+COLUMNS = [f"{short} s{seed}" for short in SHORT_KIND.values()
+           for seed in (0, 1, 2)]
 SEED_LINE = re.compile(r"^SEED = 0\b", re.MULTILINE)
 # claim() checks a comparison; report() records a value the matrix shows
 CLAIM_CALL = re.compile(r"^[^#\n]*\b(claim|report)\(", re.MULTILINE)
@@ -126,35 +139,129 @@ def cell_seconds(notebook) -> list:
     return sorted(timed, reverse=True)[:5]
 
 
-def table(runs: list) -> tuple[str, bool]:
-    """A Markdown table: one row per claim, one column per run, each cell
-    the value and (the margin); and whether every claim held."""
-    # one column per kind and seed: the chapters' runs of it share it
-    labels = [f"{r['kind']} s{r['seed']}" if r["seed"] is not None
-              else r["kind"] for r in runs]
-    columns = list(dict.fromkeys(labels))
+def column(run: dict) -> str:
+    """The book table's column of a run: ``"f32 s1"``."""
+    return f"{SHORT_KIND[run['kind']]} s{run['seed'] or 0}"
+
+
+def measured_cells(runs: list) -> tuple[dict, bool]:
+    """{(chapter, claim, bound): {column: "value (margin)"}} of ``runs``,
+    and whether every claim held."""
     rows, ok = {}, True
-    for run, label in zip(runs, labels):
-        i = columns.index(label)
+    for run in runs:
         seen = {}
         for c in run["claims"]:
             # a claim checked twice in a chapter (e.g. in a loop) gets #2
             seen[c["name"]] = seen.get(c["name"], 0) + 1
-            key = (run["chapter"][:2], c["name"], c["op"], c["bound"],
-                   seen[c["name"]])
+            name = c["name"].replace("|", "\\|")
+            if seen[c["name"]] > 1:
+                name += f" #{seen[c['name']]}"
+            bound = ("reported" if c["op"] == "reported"
+                     else f"{c['op']} {c['bound']:.4g}")
             mark = "" if c["held"] else " FAILED"
             ok &= c["held"]
-            rows.setdefault(key, {})[i] = (
+            rows.setdefault((run["chapter"][:2], name, bound), {})[
+                column(run)] = (
                 f"{c['value']:.4g}" if c["op"] == "reported" else
                 f"{c['value']:.4g} ({c['margin']:+.3g}){mark}")
-    lines = ["| ch. | claim | bound | " + " | ".join(columns) + " |",
-             "|---|---|---|" + "---|" * len(columns)]
-    for (chapter, name, op, bound, _), cells in rows.items():
-        values = [cells.get(i, "") for i in range(len(columns))]
-        condition = "reported" if op == "reported" else f"{op} {bound:.4g}"
-        lines.append(f"| {chapter} | {name} | {condition} | "
-                     + " | ".join(values) + " |")
-    return "\n".join(lines), ok
+    return rows, ok
+
+
+def _cells(line: str) -> list[str]:
+    """The cells of a Markdown table row; ``\\|`` stays in its cell."""
+    return [cell.strip() for cell in
+            re.split(r"(?<!\\)\|", line.strip())[1:-1]]
+
+
+def read_table(text: str) -> tuple[dict, dict]:
+    """The claims rows and the runs rows of a table file written by
+    :func:`write_table`."""
+    claims, runs = {}, {}
+    for line in text.splitlines():
+        cells = _cells(line) if line.startswith("|") else []
+        if len(cells) == 3 + len(COLUMNS) and cells[0].isdigit():
+            claims[tuple(cells[:3])] = {
+                name: cell for name, cell in zip(COLUMNS, cells[3:]) if cell}
+        elif len(cells) == 6 and cells[0].isdigit():
+            runs[tuple(cells[:2])] = cells[2:]
+    return claims, runs
+
+
+def merge(old: dict, new: dict, measured: set) -> dict:
+    """``old`` claims rows with the cells of ``measured`` (chapter, column)
+    pairs replaced by ``new``'s; rows left with no cell are dropped."""
+    merged = {}
+    for key, cells in old.items():
+        kept = {name: cell for name, cell in cells.items()
+                if (key[0], name) not in measured}
+        merged[key] = kept
+    for key, cells in new.items():
+        merged.setdefault(key, {}).update(cells)
+    return {key: merged[key] for key in
+            sorted((k for k in merged if merged[k]),
+                   key=lambda k: k[0])}
+
+
+def write_table(claims: dict, runs: dict) -> str:
+    lines = ["<!-- Written by scripts/claims.py (make claims): "
+             "edit the chapters, not this file. -->", "",
+             "| ch. | claim | bound | " + " | ".join(COLUMNS) + " |",
+             "|---|---|---|" + "---|" * len(COLUMNS)]
+    for (chapter, name, bound), cells in claims.items():
+        lines.append(f"| {chapter} | {name} | {bound} | "
+                     + " | ".join(cells.get(c, "") for c in COLUMNS)
+                     + " |")
+    lines += ["", "Which machine and code measured each chapter's columns:",
+              "", "| ch. | kind | seeds | date | CPU, 2048² GFLOP/s "
+              "bf16 / fp32 | code |", "|---|---|---|---|---|---|"]
+    for (chapter, kind), rest in sorted(runs.items()):
+        lines.append(f"| {chapter} | {kind} | " + " | ".join(rest) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def this_machine() -> str:
+    """The CPU's name and its 2048² matrix products' GFLOP/s."""
+    import torch
+    from transformer_lib.translation.provenance import matmul_gflops
+    name = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        found = re.search(r"^model name\s*:\s*(.+)$",
+                          cpuinfo.read_text(), re.M)
+        name = found.group(1).strip() if found else name
+    return (f"{name}, {os.cpu_count()} cores, "
+            f"{matmul_gflops(dtype=torch.bfloat16):,.0f} / "
+            f"{matmul_gflops(dtype=torch.float32):,.0f}")
+
+
+def this_code() -> str:
+    """The commit that the run measured (with ``+`` if files differed)."""
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, text=True,
+                              capture_output=True).stdout.strip()
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+" if git("status", "--porcelain",
+                                "--untracked-files=no") else "")
+
+
+def update_table(runs: list, machine: str, code: str,
+                 path: Path = TABLE) -> None:
+    """Write ``runs``' cells into the book's table at ``path``."""
+    old_claims, old_runs = read_table(
+        path.read_text() if path.exists() else "")
+    new, _ = measured_cells(runs)
+    measured = {(r["chapter"][:2], column(r)) for r in runs}
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d")
+    for chapter in sorted({r["chapter"][:2] for r in runs}):
+        for kind in SHORT_KIND.values():
+            seeds = sorted(r["seed"] or 0 for r in runs
+                           if r["chapter"][:2] == chapter
+                           and SHORT_KIND[r["kind"]] == kind)
+            if seeds:
+                old_runs[(chapter, kind)] = [
+                    ", ".join(map(str, seeds)), date, machine, code]
+    path.write_text(write_table(merge(old_claims, new, measured),
+                                old_runs))
 
 
 def main() -> int:
@@ -165,10 +272,13 @@ def main() -> int:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--kinds", nargs="+", choices=list(KINDS),
                         default=list(KINDS))
+    parser.add_argument("--no-write", action="store_true",
+                        help=f"leave {TABLE.relative_to(ROOT)} as it is")
     args = parser.parse_args()
     args.chapters = args.chapters or claim_chapters()
     out = ROOT / "_build" / "claims"
     out.mkdir(parents=True, exist_ok=True)
+    machine = this_machine()   # measured quiet, before the chapters run
     runs = []
     for kind in args.kinds:
         for prefix in args.chapters:
@@ -187,13 +297,17 @@ def main() -> int:
                     print(f"    {seconds:7.1f} s  {line}")
                 stamp = f"{path.stem}-{kind}-s{seed}"
                 (out / f"{stamp}.json").write_text(json.dumps(run, indent=1))
-    text, ok = table(runs)
+    cells, ok = measured_cells(runs)
+    text = write_table(cells, {})
     errors = [r for r in runs if r["error"]]
     print("\n" + text)
     print("\nchapter times (s): " + ", ".join(
         f"{r['chapter'][:2]} {r['kind']} s{r['seed']}: {r['seconds']:.0f}"
         for r in runs))
-    (out / "table.md").write_text(text + "\n")
+    (out / "table.md").write_text(text)
+    if not args.no_write:
+        update_table(runs, machine, this_code())
+        print(f"updated {TABLE.relative_to(ROOT)}")
     if errors or not ok:
         print(f"\nFAILED: {len(errors)} chapter(s) raised; "
               f"{'some claims failed' if not ok else 'no claim failed'}")

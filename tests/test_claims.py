@@ -50,15 +50,16 @@ def test_a_reported_value_is_recorded_and_never_checked(monkeypatch, tmp_path):
     claims = load_script()
     runs = [dict(chapter="08_x", kind="native", seed=s, claims=[json.loads(path.read_text())])
             for s in (0, 1)]
-    text, ok = claims.table(runs)
-    assert ok and "| 08 | race gap | reported | -0.04 | -0.04 |" in text
+    cells, ok = claims.measured_cells(runs)
+    text = claims.write_table(cells, {})
+    assert ok and "| 08 | race gap | reported | -0.04 | -0.04 |  |  |  |  |" in text
     # two chapters' runs of one kind and seed share its column
     other = [dict(chapter="09_y", kind="native", seed=s,
                   claims=[dict(name="y", value=s, op="reported", bound=None, margin=None,
                                held=True)]) for s in (0, 1)]
-    text, ok = claims.table(runs + other)
-    assert text.splitlines()[0] == "| ch. | claim | bound | native s0 | native s1 |"
-    assert "| 09 | y | reported | 0 | 1 |" in text
+    text = claims.write_table(claims.measured_cells(runs + other)[0], {})
+    assert "| ch. | claim | bound | native s0 | native s1 | native s2 | f32 s0 | f32 s1 | f32 s2 |" in text
+    assert "| 09 | y | reported | 0 | 1 |  |  |  |  |" in text
     notebook = tmp_path / "97_reports.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         'report("x", 1)')]), notebook)
@@ -77,9 +78,9 @@ def test_the_matrix_runs_each_seed_and_reports_failed_claims_and_errors(tmp_path
     runs = [claims.run_chapter(path, "native", seed) for seed in (0, 1)]
     assert [[c["held"] for c in r["claims"]] for r in runs] == [[True, True], [False, True]]
     assert all("RuntimeError: boom" in r["error"] for r in runs)      # recorded; the rest ran
-    text, ok = claims.table(runs)
-    assert not ok and "FAILED" in text and "| 99 | seed is small | < 1 |" in text
-    assert "native s0" in text and "native s1" in text
+    cells, ok = claims.measured_cells(runs)
+    text = claims.write_table(cells, {})
+    assert not ok and "FAILED" in text and "| 99 | seed is small | < 1 | 0 (+1) | 1 (+0) FAILED |" in text
 
 
 def test_each_kind_reaches_the_kernel_and_leaves_this_process_alone(tmp_path, monkeypatch):
@@ -97,11 +98,10 @@ def test_each_kind_reaches_the_kernel_and_leaves_this_process_alone(tmp_path, mo
 
 
 def test_the_appendix_table_has_a_row_for_every_claim_of_every_chapter():
-    # book/claims.md shows the README's table between these markers: a claim added to a chapter
+    # book/claims.md includes the table that scripts/claims.py writes: a claim added to a chapter
     # without a run of the matrix would be missing from it
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("<!-- claims-table:start -->")[1].split("<!-- claims-table:end")[0]
-    assert "<!-- claims-table:start -->" in (ROOT / "book" / "claims.md").read_text()
+    table = (ROOT / "book" / "claims_table.md").read_text()
+    assert "```{include} claims_table.md" in (ROOT / "book" / "claims.md").read_text()
     rows = set()
     for line in table.splitlines():
         cells = [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line)]
@@ -120,3 +120,25 @@ def test_the_appendix_table_has_a_row_for_every_claim_of_every_chapter():
                            for row_chapter, row in rows):
                     missing.append(f"{path.name}: {name}")
     assert not missing, missing
+
+
+def test_a_run_replaces_its_own_columns_of_the_book_table_and_keeps_the_others(tmp_path):
+    claims = load_script()
+    table = tmp_path / "claims_table.md"
+    first = [dict(chapter="04_x", kind=kind, seed=seed, claims=[
+        dict(name="gap | abs", op=">", bound=1.0, value=value, margin=value - 1.0, held=True)])
+        for kind, seed, value in [("native", 0, 2.0), ("float32-avx2", 0, 3.0)]]
+    other = [dict(chapter="06_y", kind="native", seed=None, claims=[
+        dict(name="speed-up", op=">", bound=1.5, value=4.0, margin=2.5, held=True),
+        dict(name="race", op="reported", bound=None, value=0.25, margin=None, held=True)])]
+    claims.update_table(first + other, "a CPU, 2 cores, 900 / 200", "abc1234", table)
+    again = [dict(chapter="04_x", kind="native", seed=0, claims=[
+        dict(name="gap | abs", op=">", bound=1.0, value=0.5, margin=-0.5, held=False)])]
+    claims.update_table(again, "another CPU, 2 cores, 2,400 / 350", "def5678", table)
+    rows, runs = claims.read_table(table.read_text())
+    assert rows[("04", "gap \\| abs", "> 1")] == {"native s0": "0.5 (-0.5) FAILED", "f32 s0": "3 (+2)"}
+    assert rows[("06", "speed-up", "> 1.5")] == {"native s0": "4 (+2.5)"}
+    assert rows[("06", "race", "reported")] == {"native s0": "0.25"}
+    assert runs[("04", "native")][2:] == ["another CPU, 2 cores, 2,400 / 350", "def5678"]
+    assert runs[("04", "f32")][2:] == ["a CPU, 2 cores, 900 / 200", "abc1234"]
+    assert claims.read_table(claims.write_table(rows, runs)) == (rows, runs)     # it reads what it writes
