@@ -1,6 +1,8 @@
 """Name the repository that publishes this book: the one setting behind the
 Colab and repository buttons (``_config.yml``) and every chapter's install
 cell, which must carry the URL itself because Colab opens a chapter alone.
+The book's address on GitHub Pages (``html.baseurl``) follows it, and so do
+the links of the README, CITATION.cff and pyproject.toml.
 
 Run:  python scripts/set_repository.py https://github.com/YOU/FORK
       (add --branch NAME when the book is built from another branch)
@@ -19,6 +21,27 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "_config.yml"
 URL = re.compile(r"https://github\.com/[\w.-]+/[\w.-]+")
+# Text files whose links name the repository, its branch or its Pages site.
+LINKED_FILES = ("README.md", "CITATION.cff", "pyproject.toml")
+
+
+def pages_url(url: str) -> str:
+    """The GitHub Pages address of repository ``url``."""
+    owner, name = url.removeprefix("https://github.com/").split("/")
+    return f"https://{owner.lower()}.github.io/{name}/"
+
+
+def _relink(text: str, old: str, old_branch: str, url: str,
+            branch: str) -> str:
+    """``text`` with links to repository ``old`` pointing at ``url``."""
+    old_path = old.removeprefix("https://github.com/")
+    new_path = url.removeprefix("https://github.com/")
+    text = text.replace(f"colab.research.google.com/github/{old_path}"
+                        f"/blob/{old_branch}/",
+                        f"colab.research.google.com/github/{new_path}"
+                        f"/blob/{branch}/")
+    text = text.replace(pages_url(old), pages_url(url))
+    return re.sub(re.escape(old) + r"(?![\w.-])", url, text)
 
 
 def set_repository(url: str, branch: str, root: Path = ROOT) -> list[Path]:
@@ -31,10 +54,12 @@ def set_repository(url: str, branch: str, root: Path = ROOT) -> list[Path]:
     config = config_path.read_text()
     found = re.search(
         r"(repository:\s*\n\s*url:) *(\S+)(\s*\n\s*branch:) *(\S+)", config)
-    old = found.group(2)
+    old, old_branch = found.group(2), found.group(4)
     new_config = (config[:found.start()]
                   + f"{found.group(1)} {url}{found.group(3)} {branch}"
                   + config[found.end():])
+    new_config = new_config.replace(f"baseurl: {pages_url(old)}",
+                                    f"baseurl: {pages_url(url)}")
     changed = []
     if new_config != config:
         config_path.write_text(new_config)
@@ -53,6 +78,15 @@ def set_repository(url: str, branch: str, root: Path = ROOT) -> list[Path]:
         if edited:  # the repository's JSON style: indent 1, UTF-8
             text = json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
             path.write_text(text, encoding="utf-8")
+            changed.append(path)
+    for name in LINKED_FILES:
+        path = root / name
+        if not path.exists():
+            continue
+        text = path.read_text(encoding="utf-8")
+        new_text = _relink(text, old, old_branch, url, branch)
+        if new_text != text:
+            path.write_text(new_text, encoding="utf-8")
             changed.append(path)
     return changed
 

@@ -56,7 +56,8 @@ def test_the_repository_url_is_set_in_one_place():
 
 
 def test_set_repository_renames_it_everywhere(tmp_path):
-    shutil.copy(ROOT / "_config.yml", tmp_path)
+    for name in ("_config.yml", "README.md", "CITATION.cff", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path)
     shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
     fork = "https://github.com/a-reader/my-transformer-book"
     usage = subprocess.run([sys.executable, ROOT / "scripts" / "set_repository.py", "--help"],
@@ -68,9 +69,17 @@ def test_set_repository_renames_it_everywhere(tmp_path):
         import set_repository
     finally:
         sys.path.pop(0)
+    old_url, _ = repository()
     changed = set_repository.set_repository(fork, "pages", tmp_path)
-    assert len(changed) == 1 + len(NOTEBOOKS) and repository(tmp_path) == (fork, "pages")
+    assert len(changed) == 1 + len(NOTEBOOKS) + 3 and repository(tmp_path) == (fork, "pages")
     assert all(f'"git+{fork}"' in source for source in install_sources(tmp_path).values())
+    config = (tmp_path / "_config.yml").read_text()
+    assert "baseurl: https://a-reader.github.io/my-transformer-book/" in config
+    readme = (tmp_path / "README.md").read_text()
+    assert "colab.research.google.com/github/a-reader/my-transformer-book/blob/pages/notebooks/" in readme
+    assert "https://a-reader.github.io/my-transformer-book/" in readme
+    for name in ("README.md", "CITATION.cff", "pyproject.toml"):
+        assert old_url not in (tmp_path / name).read_text(), f"{name} still names {old_url}"
 
 
 # --- Numbers in the prose ---------------------------------------------------------------------

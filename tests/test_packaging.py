@@ -38,3 +38,30 @@ def test_the_wheel_carries_the_scripts_of_the_viewer_and_the_translator(tmp_path
     # the published translator travels with the package (chapter 8 loads it on Colab)
     assert {f"transformer_lib/translation/everyday/{name}"
             for name in ("model.pt", "log.json", "SHA256SUMS")} <= set(names)
+    # the metadata a package index shows: one version (transformer_lib/__init__.py), the short
+    # README, the licence as an SPDX expression (PEP 639), the project's links
+    import transformer_lib
+
+    [metadata_name] = [name for name in names if name.endswith(".dist-info/METADATA")]
+    metadata = zipfile.ZipFile(wheel).read(metadata_name).decode()
+    assert f"\nVersion: {transformer_lib.__version__}\n" in metadata
+    assert "\nLicense-Expression: MIT\n" in metadata
+    assert "Project-URL: Source, https://github.com/" in metadata
+    assert "Programming Language :: Python :: 3.13" in metadata
+    assert "# The Transformer, from first principles" in metadata     # the README is the description
+
+
+def test_the_version_is_written_once_and_the_changelog_and_citation_name_it():
+    import transformer_lib
+
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert not re.search(r"^version\s*=\s*\"", pyproject, re.M), "pyproject.toml writes a version of its own"
+    assert 'dynamic = ["version"]' in pyproject
+    assert 'version = { attr = "transformer_lib.__version__" }' in pyproject
+    init = (ROOT / "transformer_lib" / "__init__.py").read_text()
+    assert len(re.findall(r"^__version__ = ", init, re.M)) == 1
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    newest = re.search(r"^## \[(\d+\.\d+\.\d+)\]", changelog, re.M)
+    assert newest and newest.group(1) == transformer_lib.__version__, "CHANGELOG's newest entry is another"
+    citation = (ROOT / "CITATION.cff").read_text()
+    assert f'version: "{transformer_lib.__version__}"' in citation

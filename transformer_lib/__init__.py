@@ -36,7 +36,7 @@ from .instruments.heads import head_confidence
 from .translation.decoding import (beam_search, gnmt_length_penalty,
                                    greedy_decode)
 
-__version__ = "0.2.0"
+__version__ = "0.6.0"
 
 __all__ = [
     "AddNorm", "AdditiveAttention", "AttentionMaps", "BlockCache",
