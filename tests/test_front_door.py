@@ -14,7 +14,7 @@ from test_notebooks import repository
 README = ROOT / "README.md"
 MAX_LINES, MAX_WORDS = 180, 1800
 PAGES = ["README.md", "CONTRIBUTING.md", "CHANGELOG.md", "docs/*.md", "benchmarks/README.md",
-         "tests/README.md", "records/*/README.md", "notebooks/README.md"]
+         "tests/README.md", "records/*/README.md", "notebooks/README.md", "scripts/README.md"]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
