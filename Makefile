@@ -51,7 +51,7 @@ $(PY):
 # --no-compile instead, and Python writes the bytecode of each module the first time a process
 # imports it: the first chapter's kernel compiles what the kernels import (about 2 s), and the
 # others reuse it. That needs Python allowed to write it, so the build and the tests run without
-# PYTHONDONTWRITEBYTECODE, which this project's machines set: with it every kernel compiled
+# PYTHONDONTWRITEBYTECODE, which some machines set: with it every kernel compiled
 # torch again. A fresh clone's set-up took 32 and 40 s so, against 58 s with compileall on
 # every core and 73 s with pip's compiling.
 unexport PYTHONDONTWRITEBYTECODE
@@ -86,7 +86,7 @@ book: setup $(LIBRARY_STAMP)
 # The claims matrix: the chapters that assert claims, run on this CPU as it is and imitating a
 # CPU without native bf16 (float32, AVX2 kernels), for seeds 0, 1 and 2 where a chapter has a
 # seed; one table of every claim's value and margin (book/claims.md). About an hour on 2 cores;
-# not part of `make test`. Narrow it with CLAIMS_ARGS="--chapters 04 --seeds 0".
+# not part of `make test`. Narrow it with CLAIMS_ARGS="--chapters 09 --seeds 0".
 claims: setup
 	$(PY) scripts/claims.py $(CLAIMS_ARGS)
 

@@ -41,6 +41,9 @@ def _relink(text: str, old: str, old_branch: str, url: str,
                         f"colab.research.google.com/github/{new_path}"
                         f"/blob/{branch}/")
     text = text.replace(pages_url(old), pages_url(url))
+    # the README's clone-and-enter lines name the clone's folder
+    text = re.sub(r"^cd " + re.escape(old_path.split("/")[1]) + "$",
+                  "cd " + new_path.split("/")[1], text, flags=re.M)
     return re.sub(re.escape(old) + r"(?![\w.-])", url, text)
 
 

@@ -86,3 +86,14 @@ def test_a_broken_link_is_found(tmp_path, monkeypatch):
         assert "README.md: book/nope.md" in str(error) and "CONTRIBUTING" not in str(error)
     else:
         raise AssertionError("a link to a missing page passed")
+
+
+def test_the_readme_shows_what_the_published_model_answers():
+    from transformer_lib.translation import load_everyday, translate
+
+    example = re.search(r'^transformer-lib translate "([^"]+)"\n# (.+)$', README.read_text(), re.M)
+    assert example, "README.md: no translate example with its answer"
+    sentence, shown = example.groups()
+    model, vocab = load_everyday()
+    [answer] = translate(model, [sentence], vocab, vocab)
+    assert answer.text == shown

@@ -78,6 +78,7 @@ def test_set_repository_renames_it_everywhere(tmp_path):
     readme = (tmp_path / "README.md").read_text()
     assert "colab.research.google.com/github/a-reader/my-transformer-book/blob/pages/notebooks/" in readme
     assert "https://a-reader.github.io/my-transformer-book/" in readme
+    assert "\ncd my-transformer-book\n" in readme
     for name in ("README.md", "CITATION.cff", "pyproject.toml"):
         assert old_url not in (tmp_path / name).read_text(), f"{name} still names {old_url}"
 
