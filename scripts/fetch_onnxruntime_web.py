@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fetch_vendor_js import unpack  # noqa: E402
+from fetch_vendor_js import npm_pack, unpack  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = [  # (npm package, version, tarball SHA-256, folder, files)
@@ -62,11 +62,8 @@ def fetch(package, version, tarball_sha256, dest, files) -> int:
         if json.loads(stamp.read_text()).get("version") == version:
             return 0
     with tempfile.TemporaryDirectory() as tmp:
-        command = ["npm", "pack", f"{package}@{version}", "--silent",
-                   "--pack-destination", tmp]
         try:
-            printed = subprocess.run(command, check=True, text=True,
-                                     capture_output=True).stdout
+            tarball = npm_pack(package, version, tmp)
         except (OSError, subprocess.CalledProcessError) as err:
             # The book still builds; its translator box will say that the
             # runtime is missing (and the browser test fails).
@@ -74,7 +71,6 @@ def fetch(package, version, tarball_sha256, dest, files) -> int:
                   f"({err}); the in-browser translators will not run in "
                   f"this build", file=sys.stderr)
             return 0
-        tarball = Path(tmp) / printed.strip().splitlines()[-1]
         if sha256(tarball) != tarball_sha256:
             print(f"{tarball.name}: SHA-256 {sha256(tarball)}, expected "
                   f"{tarball_sha256}; not installed", file=sys.stderr)

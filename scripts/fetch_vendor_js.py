@@ -33,6 +33,17 @@ def cdn_packages(config_text: str) -> set[tuple[str, str]]:
     return set(CDN.findall(config_text))
 
 
+def npm_pack(package: str, version: str, folder: str | Path) -> Path:
+    """Download ``package@version``'s tarball from the npm registry into
+    ``folder``; its path.  Raises ``OSError`` (no npm) or
+    ``subprocess.CalledProcessError`` (no registry, no such version)."""
+    command = ["npm", "pack", f"{package}@{version}", "--silent",
+               "--pack-destination", str(folder)]
+    printed = subprocess.run(command, check=True, text=True,
+                             capture_output=True).stdout
+    return Path(folder) / printed.strip().splitlines()[-1]
+
+
 def unpack(tarball: Path, dest: Path) -> None:
     """Extract an npm tarball's ``package/`` folder into ``dest``, refusing
     paths that escape it."""
@@ -57,11 +68,7 @@ def main() -> int:
         if (dest / "package.json").is_file():
             continue
         with tempfile.TemporaryDirectory() as tmp:
-            command = ["npm", "pack", f"{name}@{version}", "--silent",
-                       "--pack-destination", tmp]
-            printed = subprocess.run(command, check=True, text=True,
-                                     capture_output=True).stdout
-            unpack(Path(tmp) / printed.strip().splitlines()[-1], dest)
+            unpack(npm_pack(name, version, tmp), dest)
         print(f"fetched {name}@{version}")
     return 0
 
