@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
@@ -211,27 +210,24 @@ def write_table(claims: dict, runs: dict) -> str:
         lines.append(f"| {chapter} | {name} | {bound} | "
                      + " | ".join(cells.get(c, "") for c in COLUMNS)
                      + " |")
-    lines += ["", "Which machine and code measured each chapter's columns:",
-              "", "| ch. | kind | seeds | date | CPU, 2048² GFLOP/s "
-              "bf16 / fp32 | code |", "|---|---|---|---|---|---|"]
+    if runs:
+        lines += ["",
+                  "Which machine and code measured each chapter's columns:",
+                  "", "| ch. | kind | seeds | date | CPU, 2048² GFLOP/s "
+                  "bf16 / fp32 | code |", "|---|---|---|---|---|---|"]
     for (chapter, kind), rest in sorted(runs.items()):
         lines.append(f"| {chapter} | {kind} | " + " | ".join(rest) + " |")
     return "\n".join(lines) + "\n"
 
 
 def this_machine() -> str:
-    """The CPU's name and its 2048² matrix products' GFLOP/s."""
-    import torch
-    from transformer_lib.translation.provenance import matmul_gflops
-    name = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        found = re.search(r"^model name\s*:\s*(.+)$",
-                          cpuinfo.read_text(), re.M)
-        name = found.group(1).strip() if found else name
-    return (f"{name}, {os.cpu_count()} cores, "
-            f"{matmul_gflops(dtype=torch.bfloat16):,.0f} / "
-            f"{matmul_gflops(dtype=torch.float32):,.0f}")
+    """The CPU's name, its cores and its 2048² matrix products' GFLOP/s
+    (bf16 / fp32), as a training log records them."""
+    from transformer_lib.translation.provenance import machine_record
+    machine = machine_record("cpu")
+    speed = machine["matmul_2048_gflops"]
+    return (f"{machine['cpu']}, {machine['cores']} cores, "
+            f"{speed['bfloat16']:,.0f} / {speed['float32']:,.0f}")
 
 
 def this_code() -> str:

@@ -10,8 +10,8 @@ notebook, the sources of its markdown and code cells, never its outputs.  Not sc
 that say which code made a file (``records/**/log.json``, ``transformer_lib/translation/everyday/
 log.json``, the ``SHA256SUMS`` files: data, not prose, and not of these suffixes) and this file,
 which has to spell the patterns out.  ``book/claims_table.md``, which ``scripts/claims.py`` writes,
-is such a record too where its table of runs names the code that measured each column: there the
-two commit patterns are not applied, the others are."""
+and ``book/appendix_times.md`` are such records too where their tables name the code that measured
+each row or column: there the two commit patterns are not applied, the others are."""
 
 from __future__ import annotations
 
