@@ -8,36 +8,139 @@ import inspect
 import json
 import operator
 import os
+import re
 import textwrap
 import time
 
 __all__ = ["LiveLossPlot", "claim", "glue", "report", "show_source"]
 
 
-def source_lines(obj, *, docstrings: bool = True) -> list[str]:
+def source_lines(obj, *, docstrings: bool = True,
+                 checks: bool = True) -> list[str]:
     """The library's own source of ``obj`` (a function, class or method),
-    dedented, as lines; ``docstrings=False`` leaves out the docstring of
-    every function and class in it (and nothing else)."""
+    dedented, as lines.  ``docstrings=False`` leaves out the docstring of
+    every function and class in it; ``checks=False`` leaves out its
+    argument checks (see :func:`_check_lines`).  Nothing else is left out."""
     source = textwrap.dedent(inspect.getsource(obj))
     lines = source.splitlines()
-    if docstrings:
-        return lines
+    tree = ast.parse(source)
     left_out = set()
-    for node in ast.walk(ast.parse(source)):
-        body = getattr(node, "body", None)
-        if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
-                              ast.ClassDef)) and body
-                and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
-            left_out.update(range(body[0].lineno - 1, body[0].end_lineno))
+    if not docstrings:
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                  ast.ClassDef)) and body
+                    and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                left_out.update(range(body[0].lineno - 1,
+                                      body[0].end_lineno))
+    if not checks:
+        left_out |= _check_lines(tree, lines)
     return [line for i, line in enumerate(lines) if i not in left_out]
 
 
-def show_source(*objs, docstrings: bool = True):
+def _called_name(node) -> str:
+    """``check_tensor`` for ``check_tensor(...)`` or
+    ``self.check_tensor(...)``, else ``""``."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        func = node.value.func
+        return getattr(func, "id", None) or getattr(func, "attr", "")
+    return ""
+
+
+def _is_check(node) -> bool:
+    """An argument check: a call to ``check_*`` or ``_check_*``, an ``if``
+    without ``else`` that only raises or checks, or a loop or ``with`` whose
+    whole body is checks."""
+    if re.match(r"_?check_", _called_name(node)):
+        return True
+    if isinstance(node, ast.If) and not node.orelse:
+        return all(isinstance(s, ast.Raise) or _is_check(s)
+                   for s in node.body)
+    if isinstance(node, (ast.For, ast.While)) and not node.orelse:
+        return all(_is_check(s) for s in node.body)
+    if isinstance(node, ast.With):
+        return all(_is_check(s) for s in node.body)
+    return False
+
+
+def _has_docstring(node, block) -> bool:
+    return (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                              ast.ClassDef, ast.Module)) and bool(block)
+            and isinstance(block[0], ast.Expr)
+            and isinstance(block[0].value, ast.Constant)
+            and isinstance(block[0].value.value, str))
+
+
+def _check_lines(tree, lines: list[str]) -> set[int]:
+    """The lines (0-based) of every argument check in ``tree``, with the
+    comment lines just above each, the ``@skip_value_checks`` decorators, and
+    the assignments (or ``try`` blocks) whose names only the checks read."""
+    checks, stores = [], []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            checks += [d for d in node.decorator_list
+                       if getattr(d, "id", "") == "skip_value_checks"]
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            block = block if isinstance(block, list) else []
+            checks += [s for s in block if _is_check(s)]
+            stores += [s for s in block if isinstance(
+                s, (ast.Assign, ast.AnnAssign, ast.Try))]
+
+    def names(nodes, ctx):
+        return {n.id for node in nodes for n in ast.walk(node)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ctx)}
+
+    def span(node):
+        return set(range(node.lineno - 1, node.end_lineno))
+
+    removed = set().union(*map(span, checks)) if checks else set()
+    read_by_checks = names(checks, ast.Load)
+    for stmt in stores:   # e.g. ``want = ...``, read by an error message
+        stored = names([stmt], ast.Store)
+        kept = [n for n in ast.walk(tree) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, ast.Load) and n.id in stored
+                and n.lineno - 1 not in removed | span(stmt)]
+        if stored and stored <= read_by_checks and not kept:
+            removed |= span(stmt)
+    # a statement left with an empty body goes too, and so does a method
+    # that is nothing but checks; such a function listed alone stays whole
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if not (isinstance(node, ast.stmt) and isinstance(body, list)):
+                continue
+            code = body[_has_docstring(node, body):]
+            inside = set().union(*map(span, code))
+            if not inside <= removed or span(node) <= removed:
+                continue
+            if node is tree.body[0]:
+                removed -= span(node)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([d.lineno for d in node.decorator_list]
+                            + [node.lineno])
+                blank = first >= 2 and not lines[first - 2].strip()
+                removed |= set(range(first - 1 - blank, node.end_lineno))
+            else:
+                removed |= span(node)
+            changed = True
+    for first in sorted(removed):      # the comments that explain a check
+        i = first - 1
+        while i >= 0 and lines[i].strip().startswith("#"):
+            removed.add(i)
+            i -= 1
+    return removed
+
+
+def show_source(*objs, docstrings: bool = True, checks: bool = True):
     """Display the library's own source of each of ``objs`` (functions,
     classes or methods), highlighted, one after another;
-    ``docstrings=False`` leaves their docstrings out.
+    ``docstrings=False`` leaves their docstrings out, ``checks=False`` their
+    argument checks (the ``check_*`` calls and the ``if ...: raise``).
 
     The chapters show the code they teach this way, so that what a reader
     sees is exactly what the tests check -- never a copy that could drift.
@@ -46,8 +149,9 @@ def show_source(*objs, docstrings: bool = True):
 
     if not objs:
         raise TypeError("show_source needs at least one object to show")
-    listing = "\n\n".join("\n".join(source_lines(obj, docstrings=docstrings))
-                           for obj in objs)
+    listing = "\n\n".join(
+        "\n".join(source_lines(obj, docstrings=docstrings, checks=checks))
+        for obj in objs)
     return Code(listing, language="python")
 
 
