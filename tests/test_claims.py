@@ -1,6 +1,5 @@
 """claim() and the claims matrix (scripts/claims.py) on a notebook of their own."""
 
-import importlib.util
 import json
 import re
 
@@ -8,14 +7,12 @@ import nbformat
 import pytest
 
 from browser import ROOT
+from load_script import load_script as load_named
 from transformer_lib.instruments.notebook import claim, report
 
 
 def load_script():
-    spec = importlib.util.spec_from_file_location("claims_script", ROOT / "scripts" / "claims.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_named("claims")
 
 
 def test_a_claim_holds_or_stops_the_chapter_with_its_margin(monkeypatch):

@@ -110,13 +110,9 @@ def test_the_log_records_the_run(directory):
 
 def _first_losses_script():
     """scripts/first_losses.py, which trains the recipe's first steps (on a GPU too)."""
-    import importlib.util
+    from load_script import load_script
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "first_losses.py"
-    spec = importlib.util.spec_from_file_location("first_losses", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("first_losses")
 
 
 @pytest.fixture(scope="module")

