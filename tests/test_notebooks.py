@@ -99,6 +99,7 @@ ALLOWED = set().union(*CONSTANTS.values())
 _NUMBER = re.compile(r"(?<![\w.\\])\d[\d,]*(?:\.\d+)?(?!\w)")
 _NOT_PROSE = [
     r"^(?:    |\t).*$",                                # indented code
+    r"Reading time: about \d+ minutes",   # counted by scripts/reading_weight.py, tested
     r"\{glue(?::\w+)?\}`[^`]*`",                        # glued values
     r"\{[\w:-]+\}`[^`]*`",                              # other roles: {cite}, {doc}, {ref}
     r"`[^`]*`",                                         # code spans
