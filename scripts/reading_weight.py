@@ -2,8 +2,8 @@
 optional asides, open code lines (and the assert lines among them), folded
 figure cells, and the reading time that the page states at its top.
 
-Run:  python scripts/reading_weight.py           # the table
-      python scripts/reading_weight.py --write   # and the times the pages state
+Run:  python scripts/reading_weight.py          # the table
+      python scripts/reading_weight.py --write  # and the pages' stated times
 
 The *main path* is the introduction and every page of the table of contents
 before its "Going deeper" part; the book keeps it to an afternoon
@@ -174,7 +174,8 @@ def write_minutes(path: Path, minutes: int) -> bool:
     if new == old:
         return False
     cell["source"] = new.splitlines(keepends=True)
-    path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+    text = json.dumps(notebook, indent=1, ensure_ascii=False)
+    path.write_text(text + "\n")
     return True
 
 

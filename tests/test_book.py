@@ -390,3 +390,24 @@ def test_launch_buttons_follow_the_repository_in_the_config():
         colab = f"https://colab.research.google.com/github/{github}/blob/{branch}/notebooks/{path.name}"
         assert colab in links, f"{path.stem}: no Colab button for {colab}"
         assert url in links, f"{path.stem}: no repository button for {url}"
+
+
+def test_optional_asides_are_folded_and_marked():
+    """Every optional aside (a markdown cell that starts <details class="aside">) is on its page
+    as a closed <details> whose summary starts "Optional:", with its prose inside it."""
+    from bs4 import BeautifulSoup
+
+    pages = [p for p in NOTEBOOKS] + [ROOT / "book" / "model_whole.ipynb"]
+    seen = 0
+    for path in pages:
+        cells = [c.source for c in nbformat.read(path, 4).cells
+                 if c.cell_type == "markdown" and c.source.lstrip().startswith('<details class="aside">')]
+        html = _built() / path.parent.name / f"{path.stem}.html"
+        asides = BeautifulSoup(html.read_text(encoding="utf-8"), "html.parser").select("details.aside")
+        assert len(asides) == len(cells), f"{path.stem}: {len(asides)} asides built, {len(cells)} written"
+        for aside in asides:
+            assert not aside.has_attr("open"), f"{path.stem}: an aside opens by itself"
+            assert aside.summary.get_text().startswith("Optional:"), aside.summary
+            assert len(aside.get_text().split()) > len(aside.summary.get_text().split()) + 5
+        seen += len(asides)
+    assert seen >= 5, seen
