@@ -184,30 +184,30 @@ def main() -> None:
     parser.add_argument("--write", action="store_true",
                         help="update the reading time each page states")
     args = parser.parse_args()
+    # the stated time is one token of the first cell: writing it changes no
+    # count, so each page is weighed once
+    rows = [(path, main, weight(path)) for path, main in pages()]
     if args.write:
-        for path, _ in pages():
-            if path.suffix == ".ipynb" and write_minutes(
-                    path, weight(path)["minutes"]):
+        for path, _, counts in rows:
+            if path.suffix == ".ipynb" and write_minutes(path,
+                                                         counts["minutes"]):
                 print(f"{path.name}: reading time updated")
     names = ["main_words", "aside_words", "exercise_words", "open_lines",
              "listed_lines", "asserts", "folded_figures", "minutes"]
+
+    def row(label, counts):
+        print(f"{label:<26}" + "".join(f"{counts[n]:>15,}" for n in names))
+
     print(f"{'page':<26}" + "".join(f"{n:>15}" for n in names))
-    total = {n: 0 for n in names}
-    for path, on_main_path in pages():
-        if not on_main_path:
-            continue
-        counts = weight(path)
-        for n in names:
-            total[n] += counts[n]
-        print(f"{path.stem:<26}"
-              + "".join(f"{counts[n]:>15,}" for n in names))
-    print(f"{'main path':<26}" + "".join(f"{total[n]:>15,}" for n in names))
+    main_path = [counts for _, main, counts in rows if main]
+    for path, main, counts in rows:
+        if main:
+            row(path.stem, counts)
+    row("main path", {n: sum(c[n] for c in main_path) for n in names})
     print(f"\n{GOING_DEEPER}:")
-    for path, on_main_path in pages():
-        if not on_main_path and path.suffix == ".ipynb":
-            counts = weight(path)
-            print(f"{path.stem:<26}" + "".join(f"{counts[n]:>15,}"
-                                               for n in names))
+    for path, main, counts in rows:
+        if not main and path.suffix == ".ipynb":
+            row(path.stem, counts)
 
 
 if __name__ == "__main__":

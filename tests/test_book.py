@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from browser import ROOT, check_attention_view, offline_book, require_chromium
+from load_script import load_script
 from test_notebooks import PAGE_WIDTH, exercises_start, is_solution_code, repository
 
 pytestmark = pytest.mark.book
@@ -399,11 +400,12 @@ def test_optional_asides_are_folded_and_marked():
     as a closed <details> whose summary starts "Optional:", with its prose inside it."""
     from bs4 import BeautifulSoup
 
-    pages = [p for p in NOTEBOOKS] + [ROOT / "book" / "model_whole.ipynb"]
+    reading_weight = load_script("reading_weight")    # where asides are defined and counted
+    pages = [path for path, _ in reading_weight.pages() if path.suffix == ".ipynb"]
     seen = 0
     for path in pages:
         cells = [c.source for c in nbformat.read(path, 4).cells
-                 if c.cell_type == "markdown" and c.source.lstrip().startswith('<details class="aside">')]
+                 if c.cell_type == "markdown" and c.source.lstrip().startswith(reading_weight.ASIDE)]
         html = _built() / path.parent.name / f"{path.stem}.html"
         asides = BeautifulSoup(html.read_text(encoding="utf-8"), "html.parser").select("details.aside")
         assert len(asides) == len(cells), f"{path.stem}: {len(asides)} asides built, {len(cells)} written"

@@ -16,7 +16,7 @@ from load_script import load_script
 reading_weight = load_script("reading_weight")
 
 STATED = reading_weight.STATED
-NEEDS = re.compile(r"\bIt needs\b|\bIt needs nothing\b")
+NEEDS = re.compile(r"\bIt needs\b")
 
 
 def notebook(tmp_path, *sources):

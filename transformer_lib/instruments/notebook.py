@@ -27,14 +27,9 @@ def source_lines(obj, *, docstrings: bool = True,
     left_out = set()
     if not docstrings:
         for node in ast.walk(tree):
-            body = getattr(node, "body", None)
-            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                  ast.ClassDef)) and body
-                    and isinstance(body[0], ast.Expr)
-                    and isinstance(body[0].value, ast.Constant)
-                    and isinstance(body[0].value.value, str)):
-                left_out.update(range(body[0].lineno - 1,
-                                      body[0].end_lineno))
+            if _has_docstring(node):
+                left_out.update(range(node.body[0].lineno - 1,
+                                      node.body[0].end_lineno))
     if not checks:
         left_out |= _check_lines(tree, lines)
     return [line for i, line in enumerate(lines) if i not in left_out]
@@ -65,12 +60,16 @@ def _is_check(node) -> bool:
     return False
 
 
-def _has_docstring(node, block) -> bool:
-    return (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
-                              ast.ClassDef, ast.Module)) and bool(block)
-            and isinstance(block[0], ast.Expr)
-            and isinstance(block[0].value, ast.Constant)
-            and isinstance(block[0].value.value, str))
+def _has_docstring(node) -> bool:
+    """Whether ``node`` is a function or class whose body opens with a
+    docstring."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef,
+                             ast.ClassDef)) or not node.body:
+        return False
+    first = node.body[0]
+    return (isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str))
 
 
 def _check_lines(tree, lines: list[str]) -> set[int]:
@@ -114,7 +113,7 @@ def _check_lines(tree, lines: list[str]) -> set[int]:
             body = getattr(node, "body", None)
             if not (isinstance(node, ast.stmt) and isinstance(body, list)):
                 continue
-            code = body[_has_docstring(node, body):]
+            code = body[_has_docstring(node):]
             inside = set().union(*map(span, code))
             if not inside <= removed or span(node) <= removed:
                 continue
