@@ -19,7 +19,8 @@ HTML tags count as none.
 Open code: every line of a code cell that the book shows unfolded, that is
 neither bookkeeping (tags remove-cell, remove-input), a folded figure
 (hide-input) nor a folded solution (hide-cell); blank lines count, as the
-page shows them.
+page shows them.  Open code in the Exercises section (the stubs a reader
+fills in) counts apart, as exercise lines.
 Listed lines: the lines of the library's source that ``show_source`` cells
 display.
 Reading time: main-text words at ``WORDS_PER_MINUTE`` plus open code and
@@ -109,7 +110,8 @@ def listed_lines(source: str) -> int:
 def weight(path: Path) -> dict[str, int]:
     """The counts of one page: a notebook, or a markdown page."""
     counts = dict(main_words=0, aside_words=0, exercise_words=0,
-                  open_lines=0, listed_lines=0, asserts=0, folded_figures=0)
+                  open_lines=0, exercise_lines=0, listed_lines=0,
+                  asserts=0, folded_figures=0)
     if path.suffix == ".md":
         counts["main_words"] = prose_words(path.read_text())
     else:
@@ -139,6 +141,9 @@ def weight(path: Path) -> dict[str, int]:
                 if tags & FOLDED:
                     continue
                 lines = cell.source.splitlines()
+                if in_exercises:
+                    counts["exercise_lines"] += len(lines)
+                    continue
                 counts["open_lines"] += len(lines)
                 code = [re.sub(r"#.*", "", line) for line in lines]
                 counts["asserts"] += sum(map(bool, map(ASSERT.search, code)))
@@ -193,7 +198,8 @@ def main() -> None:
                                                          counts["minutes"]):
                 print(f"{path.name}: reading time updated")
     names = ["main_words", "aside_words", "exercise_words", "open_lines",
-             "listed_lines", "asserts", "folded_figures", "minutes"]
+             "exercise_lines", "listed_lines", "asserts", "folded_figures",
+             "minutes"]
 
     def row(label, counts):
         print(f"{label:<26}" + "".join(f"{counts[n]:>15,}" for n in names))

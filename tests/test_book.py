@@ -415,3 +415,27 @@ def test_optional_asides_are_folded_and_marked():
             assert len(aside.get_text().split()) > len(aside.summary.get_text().split()) + 5
         seen += len(asides)
     assert seen >= 5, seen
+
+
+def test_each_exercise_shows_its_stub_and_its_checked_solution():
+    """What a reader of the static page meets: under each stub, its
+    checker saying "not written yet"; in the folded solution, the same
+    checker's "passed all N cases"."""
+    from bs4 import BeautifulSoup
+
+    from transformer_lib.instruments.exercises import CHECKERS
+
+    for checker in CHECKERS:
+        [path] = (ROOT / "notebooks").glob(f"{checker.chapter:02d}_*.ipynb")
+        soup = BeautifulSoup((_built() / "notebooks" / f"{path.stem}.html")
+                             .read_text(encoding="utf-8"), "html.parser")
+        outputs = [(cell, cell.select_one(".cell_output"))
+                   for cell in soup.select("div.cell")]
+        stub = f"{checker.exercise}: not written yet"
+        solved = f"{checker.exercise}: passed all {len(checker.cases)} cases."
+        shown = [cell for cell, out in outputs if out and stub in out.get_text()]
+        passed = [cell for cell, out in outputs if out and solved in out.get_text()]
+        assert len(shown) == 1, f"{path.stem}: {stub!r} is not on the page once"
+        assert "tag_hide-cell" not in shown[0]["class"]
+        assert len(passed) == 1, f"{path.stem}: {solved!r} is not on the page once"
+        assert "tag_hide-cell" in passed[0]["class"]

@@ -37,11 +37,13 @@ def test_the_counter_counts_what_a_reader_reads(tmp_path):
                     '<details class="aside"><summary>Optional: more</summary>\n\nfour five\n\n'
                     "</details>",
                     "code:x = 1\nassert x\n", "## Exercises\n\n1. Six seven.",
+                    "code:def stub():\n    raise NotImplementedError\n",
                     "<details class=\"solution\"><summary>Solution</summary>\n\neight\n</details>",
                     "## After\n\nnine")
     counts = reading_weight.weight(path)
     assert (counts["main_words"], counts["aside_words"], counts["exercise_words"]) == (6, 4, 6)
     assert (counts["open_lines"], counts["asserts"]) == (2, 1)
+    assert counts["exercise_lines"] == 2  # the stub a reader fills in
 
 
 def test_the_main_path_is_an_afternoon():

@@ -17,6 +17,7 @@ is ``tl.model.MultiHeadAttention``.
 """
 
 from . import instruments, model, translation
+from .instruments import exercises
 from .instruments.checkup import doctor
 from .model import (AddNorm, AdditiveAttention, AttentionMaps, BlockCache,
                     DecoderCache, DotProductAttention, EncoderDecoder,
@@ -47,6 +48,7 @@ __all__ = [
     "Transformer", "TransformerConfig", "TransformerDecoder",
     "TransformerDecoderBlock", "TransformerEncoder",
     "TransformerEncoderBlock", "attention_mask", "beam_search", "doctor",
+    "exercises",
     "fused_from_separate", "gnmt_length_penalty", "greedy_decode",
     "head_confidence", "instruments", "intervene", "masked_softmax",
     "merge_heads", "model", "post_norm_from_separate", "record_attention",

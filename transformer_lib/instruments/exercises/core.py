@@ -1,0 +1,144 @@
+"""What every checker shares: cases with names in words, a report that
+says "passed" or names the first failing case, and comparisons whose
+messages say what was expected and what came back.
+
+A checker is a list of :class:`Case` s run in order on the reader's
+function.  Shapes and dtypes come first, so that a wrong shape is
+reported as one, not as a wall of mismatched numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+
+class Mismatch(AssertionError):
+    """What a case found wrong, in words (raised inside a case)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One thing a checker tries.  ``name`` says in words what is tried
+    ("a query row with no valid key"); ``run(answer)`` raises
+    :class:`Mismatch` when the reader's answer gets it wrong."""
+
+    name: str
+    run: Callable
+
+
+@dataclass(frozen=True)
+class Report:
+    """A checker's verdict.  Shown in a notebook, it reads as a sentence.
+
+    exercise: what the reader wrote (``"masked_softmax"``).
+    cases:    how many cases the checker has.
+    passed:   how many passed before the first failure (all, if none).
+    failure:  the first failing case and what was wrong, or ``None``.
+    written:  ``False`` while the stub still raises NotImplementedError.
+    """
+
+    exercise: str
+    cases: int
+    passed: int
+    failure: str | None = None
+    written: bool = True
+
+    @property
+    def ok(self) -> bool:
+        """Every case passed."""
+        return self.written and self.failure is None
+
+    def __str__(self) -> str:
+        if not self.written:
+            return (f"{self.exercise}: not written yet. Replace `raise "
+                    f"NotImplementedError` with your code and run the "
+                    f"cell again.")
+        if self.failure is None:
+            return f"{self.exercise}: passed all {self.cases} cases."
+        return (f"{self.exercise}: case {self.passed + 1} of {self.cases} "
+                f"failed. {self.failure}")
+
+    __repr__ = __str__
+
+
+def check_callable(name: str, value) -> None:
+    """A checker's argument must be the reader's function or class."""
+    if not callable(value):
+        raise TypeError(f"{name} must be your function (the name you "
+                        f"defined, without calling it), got "
+                        f"{type(value).__name__}")
+
+
+class Checker:
+    """A checker: call it on your answer, get a :class:`Report`.
+
+    chapter:  the chapter whose exercise it checks (``1``).
+    exercise: what the reader writes (``"masked_softmax"``).
+    cases:    the :class:`Case` s, run in order until one fails.
+    """
+
+    def __init__(self, chapter: int, exercise: str, cases: list[Case]):
+        self.chapter, self.exercise, self.cases = chapter, exercise, cases
+
+    def __call__(self, answer) -> Report:
+        """Run every case on ``answer`` (your function)."""
+        check_callable(self.exercise, answer)
+        return run_cases(self.exercise, self.cases, answer)
+
+    def __repr__(self) -> str:
+        return (f"<checker of chapter {self.chapter}'s {self.exercise}: "
+                f"{len(self.cases)} cases>")
+
+
+def run_cases(exercise: str, cases: list[Case], answer) -> Report:
+    """Run ``cases`` in order on ``answer``; stop at the first failure."""
+    for done, case in enumerate(cases):
+        try:
+            case.run(answer)
+        except NotImplementedError:
+            return Report(exercise, len(cases), done, written=False)
+        except Mismatch as wrong:
+            return Report(exercise, len(cases), done,
+                          f"{case.name[0].upper()}{case.name[1:]}: {wrong}")
+        except Exception as error:  # noqa: BLE001 -- the reader's code
+            return Report(exercise, len(cases), done,
+                          f"{case.name[0].upper()}{case.name[1:]}: your "
+                          f"code raised {type(error).__name__}: {error}")
+    return Report(exercise, len(cases), len(cases))
+
+
+def expect_tensor(got, what: str, shape, dtype=None) -> torch.Tensor:
+    """``got`` must be a tensor of ``shape`` (and ``dtype``, if given)."""
+    if not isinstance(got, torch.Tensor):
+        raise Mismatch(f"{what} should be a tensor of shape "
+                       f"{tuple(shape)}, got {type(got).__name__}")
+    if tuple(got.shape) != tuple(shape):
+        raise Mismatch(f"{what} should have shape {tuple(shape)}, got "
+                       f"{tuple(got.shape)}")
+    if dtype is not None and got.dtype != dtype:
+        raise Mismatch(f"{what} should be {dtype}, got {got.dtype}")
+    return got
+
+
+def number(x: float) -> str:
+    """A value as a message shows it: 4 significant digits."""
+    return f"{x:.4g}"
+
+
+def expect_close(got: torch.Tensor, want: torch.Tensor, what: str, *,
+                 atol: float = 1e-5, rtol: float = 1e-4) -> None:
+    """Values must agree; the message names the first entry that does
+    not, and NaN apart."""
+    got, want = got.detach(), want.detach().to(got.dtype)
+    if torch.isnan(got).any() and not torch.isnan(want).any():
+        index = tuple(torch.nonzero(torch.isnan(got))[0].tolist())
+        raise Mismatch(f"{what} holds NaN, e.g. at {list(index)}")
+    bad = ~torch.isclose(got, want, atol=atol, rtol=rtol)
+    if bad.any():
+        index = tuple(torch.nonzero(bad)[0].tolist())
+        raise Mismatch(f"{what} at {list(index)} should be "
+                       f"{number(want[index].item())}, got "
+                       f"{number(got[index].item())}")
