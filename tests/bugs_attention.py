@@ -168,6 +168,23 @@ def mask_without_head_axis(scores_shape, valid_lens=None, causal=False):
     return mask
 
 
+def per_query_mask_without_head_axis(scores_shape, valid_lens=None,
+                                     causal=False):
+    B, K = scores_shape[0], scores_shape[-1]
+    heads = (1,) * (len(scores_shape) - 3)
+    mask = None
+    if valid_lens is not None:
+        if valid_lens.dim() == 1:
+            mask = torch.arange(K) < valid_lens[:, None]
+            mask = mask.view(B, *heads, 1, K)
+        else:  # BUG: (B, Q, K), with no axis for the heads
+            mask = torch.arange(K) < valid_lens[..., None]
+    if causal:
+        triangle = attention_mask(scores_shape, causal=True)
+        mask = triangle if mask is None else mask & triangle
+    return mask
+
+
 def causal_off_by_one(scores_shape, valid_lens=None, causal=False):
     if not causal:
         return attention_mask(scores_shape, valid_lens)
@@ -402,11 +419,13 @@ BUGS = [
                lengths_counted_from_one, "lengths per batch item, (B,)"),
     PlantedBug("no head axis in the mask", check_attention_mask,
                mask_without_head_axis,
-               "lengths per batch item, with a head axis (B, h, Q, K)",
-               alone=True),
+               "lengths per batch item, with a head axis (B, h, Q, K)"),
     PlantedBug("(B, Q) lengths read as one per item", check_attention_mask,
                lengths_per_query_as_one_per_item,
-               "lengths per query, (B, Q)",
+               "lengths per query, (B, Q)"),
+    PlantedBug("(B, Q) lengths without the head axis", check_attention_mask,
+               per_query_mask_without_head_axis,
+               "lengths per query, with a head axis (B, h, Q, K)",
                alone=True),
     PlantedBug("the causal mask off by one", check_attention_mask,
                causal_off_by_one, "a causal mask, Q = K"),

@@ -58,6 +58,14 @@ def ffn_without_its_residual(block, X, M, valid_lens):
     return block.addnorm3.ln(block.ffn(Z))  # BUG: LayerNorm(FFN(Z)) alone
 
 
+def addnorm_arguments_swapped(block, X, M, valid_lens):
+    # BUG: AddNorm(X, Y) drops out Y, the sub-layer's output; swapped, it
+    # drops out the residual stream instead (the same without dropout)
+    Y = block.addnorm1(block.attention1(X, X, X, causal=True), X)
+    Z = block.addnorm2(block.attention2(Y, M, M, valid_lens), Y)
+    return block.addnorm3(block.ffn(Z), Z)
+
+
 CORRECT = [
     (check_decoder_block, library_forward,
      "tl.TransformerDecoderBlock's forward"),
@@ -72,18 +80,17 @@ BUGS = [
                memory_padding_seen, "the memory's padding stays hidden"),
     PlantedBug("the residual around the wrong sub-layer",
                check_decoder_block, residual_around_the_wrong_sublayer,
-               "the output, against tl.TransformerDecoderBlock",
-               alone=True),
+               "the output, against tl.TransformerDecoderBlock"),
     PlantedBug("cross-attention queries from X", check_decoder_block,
                cross_attention_queries_from_x,
-               "the output, against tl.TransformerDecoderBlock",
-               alone=True),
+               "the output, against tl.TransformerDecoderBlock"),
     PlantedBug("a causal mask on the cross-attention", check_decoder_block,
                causal_cross_attention,
-               "the output, against tl.TransformerDecoderBlock",
+               "the output, against tl.TransformerDecoderBlock"),
+    PlantedBug("Add & Norm's arguments swapped", check_decoder_block,
+               addnorm_arguments_swapped, "in training, with dropout",
                alone=True),
     PlantedBug("the FFN without its residual", check_decoder_block,
                ffn_without_its_residual,
-               "the output, against tl.TransformerDecoderBlock",
-               alone=True),
+               "the output, against tl.TransformerDecoderBlock"),
 ]

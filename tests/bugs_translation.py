@@ -223,6 +223,30 @@ def zero_to_one(hypotheses, references):
     return min(1.0, math.exp(1 - r / c)) * math.exp(log_p)
 
 
+def longer_reference_on_a_tie(hypotheses, references):
+    matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
+    for hypothesis, refs in zip(hypotheses, references):
+        hyp = tokens_13a(hypothesis).split()
+        ref_tokens = [tokens_13a(ref).split() for ref in refs]
+        c += len(hyp)
+        # BUG: the closest length, but the longer one on a tie
+        r += min((abs(len(ref) - len(hyp)), -len(ref))
+                 for ref in ref_tokens)[1] * -1
+        for n in range(1, 5):
+            m, t = clipped_precision(hyp, ref_tokens, n)
+            matches[n - 1] += m
+            totals[n - 1] += t
+    if not any(matches) or not all(totals):
+        return 0.0
+    log_p, stand_ins = 0.0, 0
+    for m, t in zip(matches, totals):
+        if m == 0:
+            stand_ins += 1
+            m = 1 / 2 ** stand_ins
+        log_p += math.log(m / t) / 4
+    return 100 * min(1.0, math.exp(1 - r / c)) * math.exp(log_p)
+
+
 def shortest_reference(hypotheses, references):
     matches, totals, c, r = [0] * 4, [0] * 4, 0, 0
     for hypothesis, refs in zip(hypotheses, references):
@@ -633,21 +657,23 @@ BUGS = [
                case=B[0]),
     PlantedBug("the shortest reference, not the closest",
                check_corpus_bleu, shortest_reference, case=B[1], alone=True),
+    PlantedBug("the longer reference on a tie", check_corpus_bleu,
+               longer_reference_on_a_tie, case=B[3], alone=True),
     PlantedBug("no brevity penalty", check_corpus_bleu, no_brevity_penalty,
                case=B[1]),
     PlantedBug("a brevity penalty above 1", check_corpus_bleu,
-               penalty_above_1, case=B[2], alone=True),
+               penalty_above_1, case=B[2]),
     PlantedBug("no stand-in: 0 when an order has no match",
-               check_corpus_bleu, no_stand_in, case=B[3], alone=True),
+               check_corpus_bleu, no_stand_in, case=B[4], alone=True),
     PlantedBug("the same stand-in 1 / (2 t) for every order",
-               check_corpus_bleu, same_stand_in, case=B[3], alone=True),
+               check_corpus_bleu, same_stand_in, case=B[4], alone=True),
     PlantedBug("stand-ins when nothing matches", check_corpus_bleu,
-               stand_in_without_match, case=B[4], alone=True),
+               stand_in_without_match, case=B[5], alone=True),
     PlantedBug("a stand-in for an order with no n-gram",
                check_corpus_bleu, stand_in_without_ngrams,
-               case=B[5], alone=True),
+               case=B[6], alone=True),
     PlantedBug("tokens split on spaces", check_corpus_bleu,
-               split_on_spaces, case=B[6], alone=True),
+               split_on_spaces, case=B[7], alone=True),
     PlantedBug("pairs not weighted by the word counts", check_bpe_merges,
                unweighted_pairs, case=M[0], alone=True),
     PlantedBug("pairs across words (one string)", check_bpe_merges,

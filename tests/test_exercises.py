@@ -142,3 +142,26 @@ def test_the_catalogue_page_names_every_exercise_and_bug():
                 if f"| {bug.name.replace('|', chr(92) + '|')}" not in page]
     assert not missing, ("run scripts/exercise_catalogue.py --write; "
                          f"missing: {missing}")
+
+
+def test_a_report_names_the_stub_a_finished_answer_still_calls():
+    def stub(X, num_heads):
+        raise NotImplementedError
+
+    def split_heads(X, num_heads):
+        return stub(X, num_heads)
+    report = exercises.check_split_heads(split_heads)
+    assert str(report) == ("split_heads: not written yet: `stub` still "
+                           "raises NotImplementedError. Write it first, "
+                           "then run this cell again.")
+
+    def my_sequence_loss(logits, labels, pad, label_smoothing):
+        raise AssertionError("never called: the checker passes pad_id=")
+    report = exercises.check_sequence_loss(my_sequence_loss)
+    assert "unexpected keyword argument 'pad_id' (the checker calls it " \
+        "with the stub's parameter names: keep them)" in str(report)
+
+    def library_error(X, num_heads):
+        raise NotImplementedError("an operator this device lacks")
+    report = exercises.check_split_heads(library_error)
+    assert report.written and "an operator this device lacks" in str(report)

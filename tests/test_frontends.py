@@ -33,6 +33,8 @@ from browser import CHROMIUM_FLAGS, ROOT, check_attention_view, find_chromium, r
 from envs import COLAB, environment, run
 from test_notebooks import is_solution_code, is_solution_prose
 
+from transformer_lib.instruments.exercises import CHECKERS
+
 pytestmark = pytest.mark.environment
 
 CHAPTERS = ("02_multihead_attention", "05_positional_encoding")
@@ -199,6 +201,22 @@ SOLUTIONS = """(frontEnd) => {
   return result; }"""
 
 
+# Every code cell's outputs, as JSON text, from the front-end's own model of the notebook (the
+# page need not render cells that are scrolled away).
+OUTPUTS = """(frontEnd) => {
+  if (frontEnd === 'lab') {
+    const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+    const texts = [];
+    for (let i = 0; i < cells.length; i++) {
+      const cell = cells.get(i);
+      if (cell.type === 'code') texts.push(JSON.stringify(cell.outputs.toJSON()));
+    }
+    return texts.join('\\n');
+  }
+  return Jupyter.notebook.get_cells().filter(c => c.cell_type === 'code')
+    .map(c => JSON.stringify(c.output_area.outputs)).join('\\n'); }"""
+
+
 def _solution_counts(chapter: str) -> tuple[int, int]:
     cells = nbformat.read(ROOT / "notebooks" / f"{chapter}.ipynb", as_version=4).cells
     return sum(map(is_solution_prose, cells)), sum(map(is_solution_code, cells))
@@ -237,6 +255,13 @@ def test_moving_a_slider_in_a_live_kernel_changes_the_figure(server, chromium, c
         assert folded["details"] == prose >= 1 and folded["open"] == 0, folded
         if server.front_end == "lab":
             assert folded["code"] == folded["folded"] == code, folded
+        # the exercises' stubs report "not written yet", their solutions pass
+        outputs = page.evaluate(OUTPUTS, server.front_end)
+        checkers = [c for c in CHECKERS if c.chapter == int(chapter[:2])]
+        assert checkers
+        for checker in checkers:
+            assert f"{checker.exercise}: not written yet" in outputs, checker
+            assert f"{checker.exercise}: passed all {len(checker.cases)} cases." in outputs
         if chapter == "02_multihead_attention":   # the attention view, drawn by its own script
             check_attention_view(page, page.locator(".tl-av").first)
             page.mouse.move(0, 0)

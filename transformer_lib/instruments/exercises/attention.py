@@ -97,16 +97,20 @@ def _empty_row(masked_softmax):
 
 
 def _empty_row_gradient(masked_softmax):
-    scores = _scores((2, 2, 4), seed=3).requires_grad_()
-    weights = masked_softmax(scores, _lens([0, 3]))
+    leaf = _scores((2, 2, 4), seed=3).requires_grad_()
+    # a copy, as inside attention: the reader may mask it in place
+    weights = masked_softmax(leaf.clone(), _lens([0, 3]))
+    expect_tensor(weights, "the weights", leaf.shape, leaf.dtype)
+    if not weights.requires_grad:
+        raise Mismatch("the weights do not depend on the scores for "
+                       "autograd (computed under torch.no_grad(), or "
+                       "from .detach()?)")
     (weights * _scores((2, 2, 4), seed=4)).sum().backward()
-    if scores.grad is None:
-        raise Mismatch("no gradient reached the scores")
-    if not torch.isfinite(scores.grad).all():
+    if not torch.isfinite(leaf.grad).all():
         raise Mismatch("the gradient with respect to the scores holds NaN "
                        "or inf on the empty row (zero it before the "
                        "softmax, not after)")
-    if (scores.grad[0] != 0).any():
+    if (leaf.grad[0] != 0).any():
         raise Mismatch("the empty row's scores get a nonzero gradient: its "
                        "weights are constant zeros")
 
@@ -192,9 +196,11 @@ ATTENTION_MASK_CASES = [
     Case("nothing to mask", _nothing_masked),
     Case("lengths per batch item, (B,)", _mask_case((2, 3, 4), [2, 4])),
     Case("lengths per batch item, with a head axis (B, h, Q, K)",
-         _mask_case((2, 2, 3, 4), [1, 3])),
+         _mask_case((2, 3, 3, 4), [1, 3])),
     Case("lengths per query, (B, Q)",
          _mask_case((2, 3, 4), [[1, 4, 2], [3, 0, 4]])),
+    Case("lengths per query, with a head axis (B, h, Q, K)",
+         _mask_case((2, 3, 3, 4), [[1, 4, 2], [3, 0, 4]])),
     Case("a causal mask, Q = K", _mask_case((1, 4, 4), causal=True)),
     Case("a causal mask under a cache: the queries are the last Q of K "
          "positions", _mask_case((1, 2, 5), causal=True)),
@@ -289,7 +295,7 @@ check_merge_heads = Checker(2, "merge_heads", MERGE_HEADS_CASES)
 
 def _mha_case(num_heads, Q, K, valid_lens=None, d=16, bias=False):
     def run(multi_head_attention):
-        with torch.random.fork_rng():
+        with torch.random.fork_rng(devices=[]):
             torch.manual_seed(num_heads + Q + K)
             layer = MultiHeadAttention(d, num_heads, bias=bias).eval()
         queries = _scores((2, Q, d), seed=5)

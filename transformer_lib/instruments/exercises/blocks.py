@@ -20,10 +20,10 @@ from .core import Case, Checker, Mismatch, expect_close, expect_tensor
 B, S, T, D, HEADS, D_FF = 2, 5, 6, 16, 4, 32
 
 
-def _block() -> TransformerDecoderBlock:
-    with torch.random.fork_rng():
+def _block(dropout: float = 0.0) -> TransformerDecoderBlock:
+    with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
-        return TransformerDecoderBlock(D, D_FF, HEADS).eval()
+        return TransformerDecoderBlock(D, D_FF, HEADS, dropout).eval()
 
 
 def _inputs(seed: int):
@@ -87,10 +87,27 @@ def _against_the_library(seed: int):
     return run
 
 
+def _in_training(decoder_block):
+    """With dropout on, the reader's forward draws its masks in the
+    block's order (the data decide it): the same numbers, if each
+    Add & Norm drops out its sub-layer's output, not the residual."""
+    block = _block(dropout=0.2).train()
+    X, M, lens = _inputs(4)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1)
+        got = _run(decoder_block, block, X, M, lens)
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        torch.manual_seed(1)
+        want = block(X, M, lens)
+    expect_close(got, want, "the output in training (dropout 0.2, the "
+                 "same random draws as the block's forward)")
+
+
 DECODER_BLOCK_CASES = [
     Case("later target positions stay hidden", _later_positions_hidden),
     Case("the memory's padding stays hidden", _memory_padding_hidden),
     Case("the output, against tl.TransformerDecoderBlock",
          _against_the_library(3)),
+    Case("in training, with dropout", _in_training),
 ]
 check_decoder_block = Checker(6, "decoder_block", DECODER_BLOCK_CASES)

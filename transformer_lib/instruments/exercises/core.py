@@ -38,6 +38,8 @@ class Report:
     passed:   how many passed before the first failure (all, if none).
     failure:  the first failing case and what was wrong, or ``None``.
     written:  ``False`` while the stub still raises NotImplementedError.
+    stub:     the function that raised it, when not the answer itself
+              (a helper it calls, still a stub).
     """
 
     exercise: str
@@ -45,6 +47,7 @@ class Report:
     passed: int
     failure: str | None = None
     written: bool = True
+    stub: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -52,6 +55,10 @@ class Report:
         return self.written and self.failure is None
 
     def __str__(self) -> str:
+        if not self.written and self.stub:
+            return (f"{self.exercise}: not written yet: `{self.stub}` "
+                    f"still raises NotImplementedError. Write it first, "
+                    f"then run this cell again.")
         if not self.written:
             return (f"{self.exercise}: not written yet. Replace `raise "
                     f"NotImplementedError` with your code and run the "
@@ -93,20 +100,39 @@ class Checker:
                 f"{len(self.cases)} cases>")
 
 
+def _innermost_function(error: BaseException) -> str:
+    """The name of the function where ``error`` was raised."""
+    tb = error.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb.tb_frame.f_code.co_name
+
+
 def run_cases(exercise: str, cases: list[Case], answer) -> Report:
     """Run ``cases`` in order on ``answer``; stop at the first failure."""
+    name = getattr(answer, "__name__", exercise)
     for done, case in enumerate(cases):
+        what = f"{case.name[0].upper()}{case.name[1:]}"
         try:
             case.run(answer)
-        except NotImplementedError:
-            return Report(exercise, len(cases), done, written=False)
+        except NotImplementedError as error:
+            if error.args:  # raised by a library, not by a stub
+                return Report(exercise, len(cases), done,
+                              f"{what}: your code raised "
+                              f"NotImplementedError: {error}")
+            stub = _innermost_function(error)
+            return Report(exercise, len(cases), done, written=False,
+                          stub=None if stub == name else stub)
         except Mismatch as wrong:
-            return Report(exercise, len(cases), done,
-                          f"{case.name[0].upper()}{case.name[1:]}: {wrong}")
+            return Report(exercise, len(cases), done, f"{what}: {wrong}")
         except Exception as error:  # noqa: BLE001 -- the reader's code
+            hint = ""
+            if isinstance(error, TypeError) and f"{name}()" in str(error):
+                hint = (" (the checker calls it with the stub's parameter "
+                        "names: keep them)")
             return Report(exercise, len(cases), done,
-                          f"{case.name[0].upper()}{case.name[1:]}: your "
-                          f"code raised {type(error).__name__}: {error}")
+                          f"{what}: your code raised "
+                          f"{type(error).__name__}: {error}{hint}")
     return Report(exercise, len(cases), len(cases))
 
 
@@ -132,7 +158,8 @@ def expect_close(got: torch.Tensor, want: torch.Tensor, what: str, *,
                  atol: float = 1e-5, rtol: float = 1e-4) -> None:
     """Values must agree; the message names the first entry that does
     not, and NaN apart."""
-    got, want = got.detach(), want.detach().to(got.dtype)
+    got = got.detach()
+    want = want.detach().to(device=got.device, dtype=got.dtype)
     if torch.isnan(got).any() and not torch.isnan(want).any():
         index = tuple(torch.nonzero(torch.isnan(got))[0].tolist())
         raise Mismatch(f"{what} holds NaN, e.g. at {list(index)}")

@@ -109,23 +109,37 @@ def _expect_layer_norm(got, X, gamma, beta, what, *, atol=1e-5,
         raise Mismatch(f"{wrong}{hint}") from None
 
 
+def _call(layer_norm, X, gamma, beta):
+    """The reader's output, on copies of the inputs: an answer that
+    changes X in place is told so, not compared with a changed X."""
+    copies = [X.clone(), gamma.clone(), beta.clone()]
+    got = layer_norm(*copies)
+    for name, copy, original in zip(["X", "gamma", "beta"], copies,
+                                    [X, gamma, beta]):
+        if not torch.equal(copy, original):
+            raise Mismatch(f"your function changed {name} in place; "
+                           f"return a new tensor and leave {name} as it "
+                           f"was")
+    return got
+
+
 def _layer_norm_shape_and_dtype(layer_norm):
     for dtype in (torch.float32, torch.float64):
         X = _random((2, 3, 8), 0, dtype)
         gamma, beta = _affine(8, 1, dtype)
-        got = layer_norm(X, gamma, beta)
+        got = _call(layer_norm, X, gamma, beta)
         expect_tensor(got, f"the output for a {dtype} X of shape "
                       f"(2, 3, 8)", X.shape)
         if got.dtype != dtype:
             raise Mismatch(f"the output for a {dtype} X should be "
                            f"{dtype} too, got {got.dtype} (compute in X's "
-                           f"dtype, or cast back)")
+                           f"dtype)")
 
 
 def _layer_norm_batch_of_tokens(layer_norm):
     X = _random((2, 5, 8), 2)                         # (B, T, d)
     gamma, beta = _affine(8, 3)
-    _expect_layer_norm(layer_norm(X, gamma, beta), X, gamma, beta,
+    _expect_layer_norm(_call(layer_norm, X, gamma, beta), X, gamma, beta,
                        "the output")
 
 
@@ -134,7 +148,7 @@ def _layer_norm_flat_rows(layer_norm):
     tiny = 1e-3 * _random((8,), 4)                    # variance << eps
     X = torch.stack([constant, tiny])[None]           # (1, 2, 8)
     gamma, beta = _identity(8)
-    got = layer_norm(X, gamma, beta)
+    got = _call(layer_norm, X, gamma, beta)
     expect_tensor(got, "the output", X.shape, X.dtype)
     if torch.isnan(got[0, 0]).any():
         raise Mismatch("the constant row comes back as NaN: its variance "
@@ -148,11 +162,11 @@ def _layer_norm_flat_rows(layer_norm):
 def _layer_norm_large_values(layer_norm):
     X = 1000.0 + 2.0 * _random((2, 4, 8), 5)          # mean ~1000, std ~2
     gamma, beta = _identity(8)
-    _expect_layer_norm(layer_norm(X, gamma, beta), X, gamma, beta,
+    _expect_layer_norm(_call(layer_norm, X, gamma, beta), X, gamma, beta,
                        "the output", atol=2e-4, hint=(
-                           " (subtract the mean, then square: "
-                           "mean(x^2) - mean(x)^2 loses every digit of "
-                           "the variance in float32 when the values are "
+                           " (subtract the mean, then square: in float32, "
+                           "mean(x^2) - mean(x)^2 loses digits of the "
+                           "variance to rounding when the values are "
                            "large)"))
 
 
@@ -161,7 +175,7 @@ def _layer_norm_other_ranks(layer_norm):
         X = _random(shape, 6)
         gamma, beta = _identity(8)
         _expect_layer_norm(
-            layer_norm(X, gamma, beta), X, gamma, beta,
+            _call(layer_norm, X, gamma, beta), X, gamma, beta,
             f"the output for X of shape {shape}", hint=(
                 " (normalise over the last axis, dim=-1, whatever the "
                 "number of axes)"))
@@ -170,6 +184,14 @@ def _layer_norm_other_ranks(layer_norm):
 def _layer_norm_gradient(layer_norm):
     X = _random((1, 3, 4), 7, torch.float64)
     gamma, beta = _affine(4, 8, torch.float64)
+    # finite differences need float64 all the way: an answer computed in
+    # float32 and cast back would look like a wrong gradient
+    error = (_call(layer_norm, X, gamma, beta)
+             - _layer_norm_reference(X, gamma, beta)).abs().max().item()
+    if error > 1e-10:
+        raise Mismatch(f"for a float64 X the output is off by up to "
+                       f"{error:.2g}, as if computed in a lower precision: "
+                       f"compute in X's dtype")
     inputs = [X, gamma, beta]
     for place, name in enumerate(["X", "gamma", "beta"]):
         def of_one(value, place=place):       # positionally: any names
@@ -194,7 +216,7 @@ def _layer_norm_gradient(layer_norm):
 
 LAYER_NORM_CASES = [
     Case("the shape and dtype of the output", _layer_norm_shape_and_dtype),
-    Case("a batch of tokens (B, T, d) against nn.LayerNorm with random "
+    Case("a batch of tokens (B, T, d) against F.layer_norm with random "
          "gamma and beta", _layer_norm_batch_of_tokens),
     Case("a constant row (variance 0) and a row of tiny values (variance "
          "below eps)", _layer_norm_flat_rows),

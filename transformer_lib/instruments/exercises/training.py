@@ -195,7 +195,7 @@ class ScriptedModel(nn.Module):
         self.vocab_size = vocab_size
 
     def check_inputs(self, src, tgt=None, src_valid_lens=None) -> None:
-        """(what tl.greedy_decode_uncached asks of a model)"""
+        """(what tl.translation.greedy_decode_uncached asks of a model)"""
 
     def logits(self, src, tgt, src_valid_lens=None):
         if not isinstance(tgt, torch.Tensor) or tgt.dim() != 2:
@@ -335,7 +335,7 @@ def _transformer_case(greedy_decode):
                        f"{want.tolist()}, with eos_id={eos_id})") from None
 
 
-E = EOS
+E = EOS  # short, for the scripts below
 GREEDY_CASES = [
     # rows [5 6 <eos>] and [7 4 <eos>]; max_len leaves room for more
     Case("every row ends at the same step",

@@ -134,6 +134,10 @@ CORPUS_BLEU_CASES = [
     Case("a hypothesis longer than its reference: no penalty (BP = 1)",
          _bleu_case(["the cat is on the mat today"],
                     [["the cat is on the mat"]])),
+    Case("two references equally close in length (4 and 6 tokens for a "
+         "hypothesis of 5): r takes the shorter",
+         _bleu_case(["the cat is on mats"],
+                    [["the cat is here", "the cat is on the mat"]])),
     Case("no 3-gram or 4-gram matches: sacreBLEU's stand-ins "
          "1 / (2 * 3-grams) and 1 / (4 * 4-grams)",
          _bleu_case(["a cat sat on my mat"],
