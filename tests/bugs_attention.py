@@ -295,6 +295,20 @@ def multi_head_attention(layer, queries, keys, values, valid_lens=None):
     return layer.W_o(merge_heads(weights @ v))            # (B, Q, d)
 
 
+def mha_with_torchs_kernel(layer, queries, keys, values, valid_lens=None):
+    """A right answer through F.scaled_dot_product_attention."""
+    h = layer.num_heads
+    q = split_heads(layer.W_q(queries), h)
+    k = split_heads(layer.W_k(keys), h)
+    v = split_heads(layer.W_v(values), h)
+    mask = None
+    if valid_lens is not None:        # (B, 1, 1, K): True = attend
+        mask = (torch.arange(k.shape[2]) < valid_lens[:, None])[:, None,
+                                                               None]
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    return layer.W_o(merge_heads(out))
+
+
 def mha_unscaled(layer, queries, keys, values, valid_lens=None):
     h = layer.num_heads
     q = split_heads(layer.W_q(queries), h)
@@ -389,6 +403,8 @@ CORRECT = [
      "tl.MultiHeadAttention itself"),
     (check_multi_head_attention, multi_head_attention,
      "a reader's multi_head_attention"),
+    (check_multi_head_attention, mha_with_torchs_kernel,
+     "a reader's, through F.scaled_dot_product_attention"),
 ]
 
 BUGS = [

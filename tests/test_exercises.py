@@ -165,3 +165,17 @@ def test_a_report_names_the_stub_a_finished_answer_still_calls():
         raise NotImplementedError("an operator this device lacks")
     report = exercises.check_split_heads(library_error)
     assert report.written and "an operator this device lacks" in str(report)
+
+
+def test_d2l_passes_where_it_is_right_and_fails_where_it_is_not(d2l):
+    """d2l 1.0.3's table of positions passes; its masked_softmax, which
+    fills with -1e6, is caught at the empty row (d2l PR #2423)."""
+    def sinusoidal_encoding(T, d):
+        return d2l.PositionalEncoding(d, 0.0, max_len=T).P[0, :T]
+    assert exercises.check_sinusoidal_encoding(sinusoidal_encoding).ok
+
+    def masked_softmax(scores, valid_lens=None):
+        return d2l.masked_softmax(scores, valid_lens)
+    report = exercises.check_masked_softmax(masked_softmax)
+    assert report.failure == ("A query row with no valid key: expected "
+                              "zeros, got 0.25 each")
