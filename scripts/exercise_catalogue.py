@@ -73,7 +73,7 @@ def catalogue() -> str:
     for bug in bugs:
         alone = " (alone)" if bug.alone else ""
         lines.append(f"| `{bug.checker.exercise}` | {cell(bug.name)}"
-                     f"{alone} | {cell(str(bug.checker(bug.answer)))} |")
+                     f"{alone} | {cell(bug.checker(bug.answer).message)} |")
     return "\n".join(lines) + "\n"
 
 

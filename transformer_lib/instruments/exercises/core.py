@@ -9,10 +9,14 @@ reported as one, not as a wall of mismatched numbers.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
+
+
+WIDTH = 77  # the book's page, and a notebook's, without scrolling
 
 
 class Mismatch(AssertionError):
@@ -54,7 +58,9 @@ class Report:
         """Every case passed."""
         return self.written and self.failure is None
 
-    def __str__(self) -> str:
+    @property
+    def message(self) -> str:
+        """The verdict, as one line."""
         if not self.written and self.stub:
             return (f"{self.exercise}: not written yet: `{self.stub}` "
                     f"still raises NotImplementedError. Write it first, "
@@ -67,6 +73,11 @@ class Report:
             return f"{self.exercise}: passed all {self.cases} cases."
         return (f"{self.exercise}: case {self.passed + 1} of {self.cases} "
                 f"failed. {self.failure}")
+
+    def __str__(self) -> str:
+        # lines of at most WIDTH columns: a notebook does not wrap them
+        return textwrap.fill(self.message, WIDTH, break_long_words=False,
+                             break_on_hyphens=False)
 
     __repr__ = __str__
 
