@@ -221,3 +221,13 @@ def test_show_batch_prints_the_four_tensors_as_tokens(capsys):
     assert printed[1].split() == ["go", ".", "<eos>", "<pad>", "<pad>"]
     assert f"src_valid_lens: {batch.src_valid_lens.tolist()}" in printed
     assert printed[-1].split()[-1] in ("<eos>", "<pad>")
+
+
+def test_measuring_the_hosts_matmul_leaves_torchs_generator_alone():
+    """Chapter 8 measures it between building its model and training it."""
+    from transformer_lib.translation.provenance import matmul_gflops
+
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
+    assert matmul_gflops(size=64) > 0
+    assert torch.equal(torch.get_rng_state(), state)
