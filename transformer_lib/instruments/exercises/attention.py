@@ -22,15 +22,9 @@ from __future__ import annotations
 import torch
 
 from ...model import MultiHeadAttention, attention_mask
-from .core import Case, Checker, Mismatch, expect_close, expect_tensor
-
-
-def _generator(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
-def _scores(shape, seed: int = 0, scale: float = 1.0) -> torch.Tensor:
-    return scale * torch.randn(*shape, generator=_generator(seed))
+from ...model.attention import softmax_with_mask
+from .core import (Case, Checker, Mismatch, expect_close, expect_tensor,
+                   random_tensor, seeded)
 
 
 def _lens(values) -> torch.Tensor:
@@ -61,13 +55,12 @@ def _expect_weights(weights, scores, mask, what: str) -> None:
         index = torch.nonzero(wrong)[0].tolist()
         raise Mismatch(f"the weights do not sum to 1 over the keys: row "
                        f"{index} sums to {sums[tuple(index)].item():.4g}")
-    expected = torch.softmax(scores.masked_fill(~keep, float("-inf")), -1)
-    expect_close(weights, expected.nan_to_num(0.0), what)
+    expect_close(weights, softmax_with_mask(scores, keep), what)
 
 
 def _softmax_case(valid_lens, shape=(2, 3, 4), scale: float = 1.0):
     def run(masked_softmax):
-        scores = _scores(shape, seed=1, scale=scale)
+        scores = random_tensor(shape, 1, scale=scale)
         lens = None if valid_lens is None else _lens(valid_lens)
         weights = masked_softmax(scores.clone(), lens)
         if lens is None:
@@ -79,7 +72,7 @@ def _softmax_case(valid_lens, shape=(2, 3, 4), scale: float = 1.0):
 
 
 def _empty_row(masked_softmax):
-    scores = _scores((2, 2, 4), seed=2)
+    scores = random_tensor((2, 2, 4), 2)
     weights = masked_softmax(scores.clone(), _lens([0, 3]))
     expect_tensor(weights, "the weights", scores.shape, scores.dtype)
     row = weights[0, 0]
@@ -97,7 +90,7 @@ def _empty_row(masked_softmax):
 
 
 def _empty_row_gradient(masked_softmax):
-    leaf = _scores((2, 2, 4), seed=3).requires_grad_()
+    leaf = random_tensor((2, 2, 4), 3).requires_grad_()
     # a copy, as inside attention: the reader may mask it in place
     weights = masked_softmax(leaf.clone(), _lens([0, 3]))
     expect_tensor(weights, "the weights", leaf.shape, leaf.dtype)
@@ -105,7 +98,7 @@ def _empty_row_gradient(masked_softmax):
         raise Mismatch("the weights do not depend on the scores for "
                        "autograd (computed under torch.no_grad(), or "
                        "from .detach()?)")
-    (weights * _scores((2, 2, 4), seed=4)).sum().backward()
+    (weights * random_tensor((2, 2, 4), 4)).sum().backward()
     if not torch.isfinite(leaf.grad).all():
         raise Mismatch("the gradient with respect to the scores holds NaN "
                        "or inf on the empty row (zero it before the "
@@ -239,17 +232,15 @@ def _split_case(B, T, h, d_k):
         got = split_heads(X.clone(), h)
         expect_tensor(got, f"split_heads(X, {h}) for X of shape "
                       f"{(B, T, h * d_k)}", (B, h, T, d_k), X.dtype)
-        for b in range(B):
-            for i in range(h):
-                for t in range(T):
-                    want = X[b, t, i * d_k:(i + 1) * d_k]
-                    if not torch.equal(got[b, i, t], want):
-                        raise Mismatch(
-                            f"head {i} should hold columns "
-                            f"{i * d_k}-{(i + 1) * d_k - 1} of X: "
-                            f"split_heads(X, {h})[{b}, {i}, {t}] should "
-                            f"be X[{b}, {t}, {i * d_k}:{(i + 1) * d_k}], "
-                            f"it holds {_columns(got[b, i, t])}")
+        want = X.view(B, T, h, d_k).transpose(1, 2)      # (B, h, T, d_k)
+        wrong = (got != want).any(dim=-1)                 # (B, h, T)
+        if wrong.any():
+            b, i, t = torch.nonzero(wrong)[0].tolist()
+            raise Mismatch(
+                f"head {i} should hold columns {i * d_k}-"
+                f"{(i + 1) * d_k - 1} of X: split_heads(X, {h})[{b}, {i}, "
+                f"{t}] should be X[{b}, {t}, {i * d_k}:{(i + 1) * d_k}], "
+                f"it holds {_columns(got[b, i, t])}")
     return run
 
 
@@ -295,11 +286,10 @@ check_merge_heads = Checker(2, "merge_heads", MERGE_HEADS_CASES)
 
 def _mha_case(num_heads, Q, K, valid_lens=None, d=16, bias=False):
     def run(multi_head_attention):
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(num_heads + Q + K)
+        with seeded(num_heads + Q + K):
             layer = MultiHeadAttention(d, num_heads, bias=bias).eval()
-        queries = _scores((2, Q, d), seed=5)
-        keys = queries if K == Q else _scores((2, K, d), seed=6)
+        queries = random_tensor((2, Q, d), 5)
+        keys = queries if K == Q else random_tensor((2, K, d), 6)
         values = keys           # self-attention when K == Q: X, X, X
         lens = None if valid_lens is None else _lens(valid_lens)
         with torch.no_grad():

@@ -15,19 +15,19 @@ from __future__ import annotations
 import torch
 
 from ...model import TransformerDecoderBlock
-from .core import Case, Checker, Mismatch, expect_close, expect_tensor
+from .core import (Case, Checker, Mismatch, expect_close, expect_tensor,
+                   generator, seeded)
 
 B, S, T, D, HEADS, D_FF = 2, 5, 6, 16, 4, 32
 
 
 def _block(dropout: float = 0.0) -> TransformerDecoderBlock:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
+    with seeded(0):
         return TransformerDecoderBlock(D, D_FF, HEADS, dropout).eval()
 
 
 def _inputs(seed: int):
-    gen = torch.Generator().manual_seed(seed)
+    gen = generator(seed)     # one generator: M comes after X
     X = torch.randn(B, T, D, generator=gen)
     M = torch.randn(B, S, D, generator=gen)
     return X, M, torch.tensor([3, 5])
@@ -48,7 +48,7 @@ def _later_positions_hidden(decoder_block):
     for t in range(T - 1):
         changed = X.clone()
         changed[:, t + 1:] = torch.randn(
-            B, T - t - 1, D, generator=torch.Generator().manual_seed(t))
+            B, T - t - 1, D, generator=generator(t))
         after = _run(decoder_block, block, changed, M, lens)
         moved = (after[:, :t + 1] - before[:, :t + 1]).abs().max().item()
         if moved > 1e-5:
@@ -93,11 +93,9 @@ def _in_training(decoder_block):
     Add & Norm drops out its sub-layer's output, not the residual."""
     block = _block(dropout=0.2).train()
     X, M, lens = _inputs(4)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(1)
+    with seeded(1):
         got = _run(decoder_block, block, X, M, lens)
-    with torch.random.fork_rng(devices=[]), torch.no_grad():
-        torch.manual_seed(1)
+    with seeded(1), torch.no_grad():
         want = block(X, M, lens)
     expect_close(got, want, "the output in training (dropout 0.2, the "
                  "same random draws as the block's forward)")

@@ -9,6 +9,7 @@ reported as one, not as a wall of mismatched numbers.
 
 from __future__ import annotations
 
+import contextlib
 import textwrap
 from dataclasses import dataclass
 from typing import Callable
@@ -80,6 +81,29 @@ class Report:
                              break_on_hyphens=False)
 
     __repr__ = __str__
+
+
+def generator(seed: int) -> torch.Generator:
+    """A generator of its own for a case's inputs: torch's global one,
+    which the reader's code may draw from, is left alone."""
+    return torch.Generator().manual_seed(seed)
+
+
+def random_tensor(shape, seed: int, *, dtype=torch.float32,
+                  scale: float = 1.0) -> torch.Tensor:
+    """``scale`` times standard normal numbers of ``shape``, the same for
+    the same ``seed``."""
+    return scale * torch.randn(*shape, generator=generator(seed),
+                               dtype=dtype)
+
+
+@contextlib.contextmanager
+def seeded(seed: int):
+    """torch's global generator seeded with ``seed`` inside (a module's
+    initial weights, dropout), and as it was again after."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
 
 
 def check_callable(name: str, value) -> None:

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from .core import (Case, Checker, Mismatch, expect_close, expect_tensor,
-                   number)
+                   number, random_tensor)
 
 # --- Chapter 4: layer normalisation ---------------------------------------
 #
@@ -30,17 +30,9 @@ from .core import (Case, Checker, Mismatch, expect_close, expect_tensor,
 EPS = 1e-5
 
 
-def _generator(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
-def _random(shape, seed: int, dtype=torch.float32) -> torch.Tensor:
-    return torch.randn(*shape, generator=_generator(seed), dtype=dtype)
-
-
 def _affine(d: int, seed: int, dtype=torch.float32):
     """A random gamma (around 1) and beta (around 0), both (d,)."""
-    noise = _random((2, d), seed, dtype)
+    noise = random_tensor((2, d), seed, dtype=dtype)
     return 1.0 + 0.5 * noise[0], 0.5 * noise[1]
 
 
@@ -125,7 +117,7 @@ def _call(layer_norm, X, gamma, beta):
 
 def _layer_norm_shape_and_dtype(layer_norm):
     for dtype in (torch.float32, torch.float64):
-        X = _random((2, 3, 8), 0, dtype)
+        X = random_tensor((2, 3, 8), 0, dtype=dtype)
         gamma, beta = _affine(8, 1, dtype)
         got = _call(layer_norm, X, gamma, beta)
         expect_tensor(got, f"the output for a {dtype} X of shape "
@@ -137,7 +129,7 @@ def _layer_norm_shape_and_dtype(layer_norm):
 
 
 def _layer_norm_batch_of_tokens(layer_norm):
-    X = _random((2, 5, 8), 2)                         # (B, T, d)
+    X = random_tensor((2, 5, 8), 2)                   # (B, T, d)
     gamma, beta = _affine(8, 3)
     _expect_layer_norm(_call(layer_norm, X, gamma, beta), X, gamma, beta,
                        "the output")
@@ -145,7 +137,7 @@ def _layer_norm_batch_of_tokens(layer_norm):
 
 def _layer_norm_flat_rows(layer_norm):
     constant = torch.full((8,), 3.0)                  # variance 0
-    tiny = 1e-3 * _random((8,), 4)                    # variance << eps
+    tiny = 1e-3 * random_tensor((8,), 4)              # variance << eps
     X = torch.stack([constant, tiny])[None]           # (1, 2, 8)
     gamma, beta = _identity(8)
     got = _call(layer_norm, X, gamma, beta)
@@ -160,7 +152,7 @@ def _layer_norm_flat_rows(layer_norm):
 
 
 def _layer_norm_large_values(layer_norm):
-    X = 1000.0 + 2.0 * _random((2, 4, 8), 5)          # mean ~1000, std ~2
+    X = 1000.0 + 2.0 * random_tensor((2, 4, 8), 5)    # mean ~1000, std ~2
     gamma, beta = _identity(8)
     _expect_layer_norm(_call(layer_norm, X, gamma, beta), X, gamma, beta,
                        "the output", atol=2e-4, hint=(
@@ -172,7 +164,7 @@ def _layer_norm_large_values(layer_norm):
 
 def _layer_norm_other_ranks(layer_norm):
     for shape in [(2, 3, 4, 8), (5, 8)]:
-        X = _random(shape, 6)
+        X = random_tensor(shape, 6)
         gamma, beta = _identity(8)
         _expect_layer_norm(
             _call(layer_norm, X, gamma, beta), X, gamma, beta,
@@ -182,7 +174,7 @@ def _layer_norm_other_ranks(layer_norm):
 
 
 def _layer_norm_gradient(layer_norm):
-    X = _random((1, 3, 4), 7, torch.float64)
+    X = random_tensor((1, 3, 4), 7, dtype=torch.float64)
     gamma, beta = _affine(4, 8, torch.float64)
     # finite differences need float64 all the way: an answer computed in
     # float32 and cast back would look like a wrong gradient

@@ -41,21 +41,8 @@ from ...translation.data import BatchLoader, Vocab
 from ...translation.decoding import greedy_decode as library_greedy
 from ...translation.reversal import DIGITS, reversal_pairs
 from ...translation.training import TrainConfig, fit, make_optimizer
-from .core import Case, Checker, Mismatch, expect_close, expect_tensor, \
-    number
-
-
-def _generator(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
-@contextlib.contextmanager
-def _seeded(seed: int):
-    """torch's global generator seeded with ``seed`` inside, and as it
-    was again after (dropout and weight initialisation draw from it)."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        yield
+from .core import (Case, Checker, Mismatch, expect_close, expect_tensor,
+                   generator, number, random_tensor, seeded)
 
 
 @contextlib.contextmanager
@@ -82,10 +69,10 @@ def _expected_loss(logits, labels, pad_id, eps) -> torch.Tensor:
 def _loss_inputs(B, T, V, real, pad_id=0, seed=0, scale=1.0):
     """Logits (B, T, V) and labels (B, T): ``real[b]`` real tokens at the
     start of row b (never the id pad_id), padding after them."""
-    logits = scale * torch.randn(B, T, V, generator=_generator(seed))
+    logits = random_tensor((B, T, V), seed, scale=scale)
     others = [i for i in range(V) if i != pad_id]
     picks = torch.randint(len(others), (B, T),
-                          generator=_generator(seed + 1))
+                          generator=generator(seed + 1))
     labels = torch.tensor(others)[picks]
     for b, n in enumerate(real):
         labels[b, n:] = pad_id
@@ -296,9 +283,9 @@ def _random_transformer():
     config = TransformerConfig(12, 12, num_hiddens=16, ffn_num_hiddens=32,
                                num_heads=2, num_enc_blks=1, num_dec_blks=1,
                                dropout=0.3, max_len=16)
-    with _seeded(10):
+    with seeded(10):
         model = Transformer(config)
-    src = torch.randint(3, 12, (3, 6), generator=_generator(4))
+    src = torch.randint(3, 12, (3, 6), generator=generator(4))
     lens = torch.tensor([6, 4, 2])
     written = library_greedy(model, src, lens, bos_id=BOS, pad_id=PAD,
                              max_len=8)
@@ -319,7 +306,7 @@ def _transformer_case(greedy_decode):
 
     model.logits = logits
     model.train()                                  # dropout on
-    with _seeded(5):                     # dropout, if it is left on
+    with seeded(5):                     # dropout, if it is left on
         got = greedy_decode(model, src.clone(), lens.clone(), bos_id=BOS,
                             eos_id=eos_id, pad_id=PAD, max_len=8)
     if any(training for training, _ in calls):
@@ -380,7 +367,7 @@ def _toy_model(training: bool) -> Transformer:
     config = TransformerConfig(V, V, num_hiddens=16, ffn_num_hiddens=32,
                                num_heads=2, num_enc_blks=1, num_dec_blks=1,
                                dropout=0.2, max_len=16)
-    with _seeded(0):
+    with seeded(0):
         model = Transformer(config)
     return model.train(training)
 
@@ -432,7 +419,7 @@ def _reader_run(train_epoch, config, shuffle, training):
     total_steps = config.epochs * len(loader)
     # fit seeds the dropout's draws with config.seed, on a copy of torch's
     # generator: the same draws here
-    with _seeded(config.seed), _recorded(model) as (steps, calls):
+    with seeded(config.seed), _recorded(model) as (steps, calls):
         for epoch in range(config.epochs):
             train_epoch(model, loader, optimizer, config, epoch,
                         total_steps)

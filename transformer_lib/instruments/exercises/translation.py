@@ -31,8 +31,7 @@ from collections import Counter
 from functools import lru_cache
 from numbers import Integral, Real
 
-import sacrebleu
-
+from ...translation.bleu import corpus_bleu as library_corpus_bleu
 from .core import Case, Checker, Mismatch
 
 # --- clipped_precision ----------------------------------------------------
@@ -93,18 +92,10 @@ check_clipped_precision = Checker(8, "clipped_precision",
 # --- corpus_bleu ----------------------------------------------------------
 
 
-def _sacrebleu(hypotheses: list[str], references: list[list[str]]):
-    """sacreBLEU's corpus BLEU, its reference streams built from each
-    sentence's references (None where a sentence has fewer)."""
-    most = max(map(len, references))
-    streams = [[refs[j] if j < len(refs) else None for refs in references]
-               for j in range(most)]
-    return sacrebleu.corpus_bleu(hypotheses, streams, tokenize="13a").score
-
-
 def _bleu_case(hypotheses: list[str], references: list[list[str]]):
     def run(corpus_bleu):
-        want = _sacrebleu(hypotheses, references)
+        # sacreBLEU's score (the library's corpus_bleu hands it over)
+        want = library_corpus_bleu(hypotheses, references)
         got = corpus_bleu(list(hypotheses),
                           [list(refs) for refs in references])
         if isinstance(got, bool) or not isinstance(got, Real):
