@@ -1,8 +1,8 @@
 """Where a training step of chapter 8's translator goes, on the CPU.
 
 Trains ``--steps`` steps of a recipe (default ``basic``, chapter 8's) on
-its own batches with ``train_step``, as ``fit`` does, after ``--warmup``
-steps, and prints:
+its own batches with ``train_step``, as ``fit`` does (with its attention
+kernels), after ``--warmup`` steps, and prints:
 
 - the mean wall time of a step, without the profiler;
 - one table from torch's profiler: each kind of work, its milliseconds per
@@ -118,6 +118,10 @@ def main():
                          recipe.batch_size, seed=config.seed,
                          max_tokens=recipe.max_tokens)
     batches = itertools.cycle(loader)
+    # the attention kernel fit trains with (on a CPU in bf16: torch's math
+    # kernel), for every step below
+    kernels = training.attention_kernel_for_cpu_bf16(device, dtype)
+    kernels.__enter__()
 
     def step():
         batch = next(batches)  # assembled and padded here, as in fit
@@ -164,6 +168,7 @@ def main():
             kind = kind_of(event)
             own[kind] += event.self_cpu_time_total / 1e6
             by_operator[event.name, kind] += event.self_cpu_time_total / 1e6
+    kernels.__exit__(None, None, None)
     per_step = {kind: own[kind] / args.steps for kind in KINDS}
     per_step["outside operators"] = max(
         0.0, profiled_s - sum(per_step.values()))

@@ -195,3 +195,28 @@ def test_adamw_without_a_fused_kernel_falls_back_to_the_loop(monkeypatch):
     optimizer = make_optimizer(torch.nn.Linear(3, 2), TrainConfig(lr=1e-3, device="cpu"))
     assert isinstance(optimizer, real) and not optimizer.defaults["fused"]
     assert optimizer.defaults["lr"] == 1e-3
+
+
+def test_on_a_cpu_in_bf16_attention_runs_the_math_kernel_only_inside_the_context(
+        attention_switches):
+    before = kernels_allowed()
+    assert before["flash"] and before["math"]
+    with training.attention_kernel_for_cpu_bf16(torch.device("cpu"), torch.bfloat16):
+        assert not kernels_allowed()["flash"] and kernels_allowed()["math"]
+    assert kernels_allowed() == before
+    for device, dtype in [("cpu", None), ("cpu", torch.float16), (CUDA, torch.bfloat16)]:
+        with training.attention_kernel_for_cpu_bf16(torch.device(device), dtype):
+            assert kernels_allowed() == before
+
+
+def test_fit_in_bf16_on_a_cpu_trains_with_the_math_kernel(attention_switches):
+    from test_training import PAIRS, SRC_VOCAB, TGT_VOCAB, tiny_model
+    from transformer_lib.translation import BatchLoader, fit
+
+    seen = []
+    config = TrainConfig(epochs=1, device="cpu", precision="bfloat16", log_every=1)
+    loader = BatchLoader(PAIRS, SRC_VOCAB, TGT_VOCAB, batch_size=3, seed=0)
+    fit(tiny_model(), loader, None, config, progress=False,
+        callback=lambda history: seen.append(kernels_allowed()["flash"]))
+    assert seen and not any(seen)
+    assert kernels_allowed()["flash"]

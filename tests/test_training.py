@@ -564,16 +564,16 @@ def test_d2l_examples_are_scored_with_d2ls_own_bleu(d2l, monkeypatch):
     assert 0 < scores[1][1] < 1 and 0 < scores[2][1] < 1 and scores[3][1] == 0.0   # empty: 0
 
 
-def test_the_cpu_recipe_trains_half_the_epochs_in_float32(monkeypatch):
+def test_the_cpu_recipe_trains_fewer_epochs_in_float32(monkeypatch):
     from transformer_lib.translation.recipes import RECIPES
 
     basic = RECIPES["basic"].with_train(device="cpu")
-    assert basic.for_precision().train.epochs == (12 if cpu_has_native_bf16() else 6)
+    assert basic.for_precision().train.epochs == (7 if cpu_has_native_bf16() else 4)
     monkeypatch.setenv("TRANSFORMER_LIB_PRECISION", "float32")
-    assert basic.for_precision().train.epochs == basic.float32_epochs == 6
-    assert basic.with_train(precision="bfloat16").for_precision().train.epochs == 12
+    assert basic.for_precision().train.epochs == basic.float32_epochs == 4
+    assert basic.with_train(precision="bfloat16").for_precision().train.epochs == 7
     monkeypatch.setenv("TRANSFORMER_LIB_PRECISION", "bfloat16")
-    assert basic.for_precision().train.epochs == 12
+    assert basic.for_precision().train.epochs == 7
     assert RECIPES["d2l"].with_train(precision="float32").for_precision().train.epochs == 30
 
 
@@ -586,3 +586,13 @@ def test_a_printed_config_fits_the_page_and_reads_back_as_the_same_config(config
     assert text.count("\n") >= 2 and max(len(line) for line in text.splitlines()) <= 77
     assert eval(text, {type(config).__name__: type(config)}) == config  # noqa: S307
     assert repr(config) == repr(config).replace("\n", "")  # the repr stays one line
+
+
+def test_the_optimizer_is_adamw_with_the_configs_rate_decay_and_beta2():
+    from transformer_lib.translation.training import make_optimizer
+
+    model = torch.nn.Linear(3, 2)
+    group = make_optimizer(model, TrainConfig(lr=3e-4, weight_decay=0.02,
+                                              beta2=0.98)).param_groups[0]
+    assert (group["lr"], group["weight_decay"], group["betas"]) == (3e-4, 0.02, (0.9, 0.98))
+    assert make_optimizer(model, TrainConfig()).param_groups[0]["betas"] == (0.9, 0.999)

@@ -201,6 +201,8 @@ class TrainConfig:
     decay_steps: int | None = None  # the linear decay reaches 0 after this
     #                         many steps (None: at the end of the run)
     weight_decay: float = 0.01
+    beta2: float = 0.999  # AdamW's decay of its mean squared gradient
+    #                       (torch's default; the paper's is 0.98)
     label_smoothing: float = 0.1
     clip_norm: float = 1.0
     seed: int = 0
@@ -222,6 +224,9 @@ class TrainConfig:
         for name in ("lr", "clip_norm"):   # clip_norm=math.inf: no clipping
             _check_number(name, getattr(self, name), positive=True)
         _check_number("weight_decay", self.weight_decay, positive=False)
+        _check_number("beta2", self.beta2, positive=False)
+        if self.beta2 >= 1:
+            raise ValueError(f"beta2 must be below 1, got {self.beta2!r}")
         check_probability("label_smoothing", self.label_smoothing)
         if self.max_seconds is not None:
             _check_number("max_seconds", self.max_seconds, positive=True)
@@ -332,7 +337,8 @@ def seed_everything(seed: int) -> None:
 def make_optimizer(model, config: TrainConfig):
     """AdamW, with torch's fused kernel where this torch has one for the
     model's device (one kernel for all parameters instead of a loop)."""
-    options = dict(lr=config.lr, weight_decay=config.weight_decay)
+    options = dict(lr=config.lr, weight_decay=config.weight_decay,
+                   betas=(0.9, config.beta2))
     try:
         return torch.optim.AdamW(model.parameters(), fused=True, **options)
     except (RuntimeError, TypeError, ValueError):
@@ -425,7 +431,9 @@ def fit(model, train_loader, val_loader=None,
     batches is the loader's: its seed and the epoch, which fit sets with
     ``train_loader.set_epoch``.  The model ends in the mode it had.  The
     loss is read on the host only at log points.  On a GPU, attention
-    runs without cuDNN's kernel (:func:`attention_kernels_for_many_shapes`).
+    runs without cuDNN's kernel (:func:`attention_kernels_for_many_shapes`);
+    on a CPU in bf16, with torch's math kernel
+    (:func:`attention_kernel_for_cpu_bf16`).
     ``callback(history)`` (or each of a list of callbacks) runs every
     ``config.log_every`` steps and, when there is a ``val_loader``, after
     each epoch's validation, e.g. to redraw a live loss plot; like
@@ -469,7 +477,8 @@ def fit(model, train_loader, val_loader=None,
     dtype = autocast_dtype(config.precision, device)
     forked = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=forked), training_mode(model, True), \
-            attention_kernels_for_many_shapes(device):
+            attention_kernels_for_many_shapes(device), \
+            attention_kernel_for_cpu_bf16(device, dtype):
         torch.manual_seed(config.seed + ranks.rank)
         return _train(model.to(device), train_loader, val_loader, config,
                       device, dtype, callback, progress, checkpoint, resume,
@@ -493,6 +502,24 @@ def attention_kernels_for_many_shapes(device: torch.device):
     finally:
         if leave_out:
             switches.enable_cudnn_sdp(True)
+
+
+@contextlib.contextmanager
+def attention_kernel_for_cpu_bf16(device: torch.device, dtype):
+    """A context in which, on a CPU in bf16 autocast, fused attention runs
+    torch's math kernel (the formula, one operator at a time) instead of
+    its flash kernel, which, forward and backward at the book's sentence
+    lengths, took 1.4 to 6 times as long on a 2-core Xeon
+    (``benchmarks/bench_sdpa_kernels.py``); elsewhere, and in float32
+    (where flash was the faster), nothing changes.  With dropout on the
+    weights, torch's CPU attention takes the math kernel anyway."""
+    if device.type != "cpu" or dtype is not torch.bfloat16:
+        yield
+        return
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel([SDPBackend.MATH]):
+        yield
 
 
 TRAINING_STATE_FORMAT = 1
