@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from transformer_lib.translation.provenance import cpu_name, matmul_gflops
+from transformer_lib.translation.training import precision_name
 
 SHAPES = [(128, 8), (128, 16), (64, 32), (32, 64), (16, 128)]  # (B, T)
 HEADS, D_K = 4, 64
@@ -73,7 +74,7 @@ def main():
                                                         mask), args.repeats)
                                for kernel in (SDPBackend.FLASH_ATTENTION,
                                               SDPBackend.MATH))
-                print(f"| {str(dtype).split('.')[-1]} | {B} x {T} | {name} "
+                print(f"| {precision_name(dtype)} | {B} x {T} | {name} "
                       f"| {1000 * flash:.2f} | {1000 * math:.2f} "
                       f"| {flash / math:.2f}× |")
 

@@ -118,10 +118,6 @@ def main():
                          recipe.batch_size, seed=config.seed,
                          max_tokens=recipe.max_tokens)
     batches = itertools.cycle(loader)
-    # the attention kernel fit trains with (on a CPU in bf16: torch's math
-    # kernel), for every step below
-    kernels = training.attention_kernel_for_cpu_bf16(device, dtype)
-    kernels.__enter__()
 
     def step():
         batch = next(batches)  # assembled and padded here, as in fit
@@ -129,38 +125,43 @@ def main():
                             dtype=dtype)
         return batch
 
-    for _ in range(args.warmup):
-        step()
-    with FlopCounterMode(display=False) as flops, \
-            training.autocast(device, dtype):
-        batch = next(batches)
-        logits = model.logits(batch.src, batch.tgt_in, batch.src_valid_lens)
-        training.sequence_loss(logits, batch.tgt_out).backward()
-    optimizer.zero_grad(set_to_none=True)
-    step_flops = flops.get_total_flops()
-    flop_tokens = batch.num_target_tokens
+    # every step below with the attention kernels fit trains with (on a CPU
+    # in bf16: torch's math kernel)
+    with training.attention_kernels_for_training(device, dtype):
+        for _ in range(args.warmup):
+            step()
+        with FlopCounterMode(display=False) as flops, \
+                training.autocast(device, dtype):
+            batch = next(batches)
+            logits = model.logits(batch.src, batch.tgt_in,
+                                  batch.src_valid_lens)
+            training.sequence_loss(logits, batch.tgt_out).backward()
+        optimizer.zero_grad(set_to_none=True)
+        step_flops = flops.get_total_flops()
+        flop_tokens = batch.num_target_tokens
 
-    seconds, tokens = [], []
-    for _ in range(args.steps):
-        start = time.perf_counter()
-        batch = step()
-        seconds.append(time.perf_counter() - start)
-        tokens.append(batch.num_target_tokens)
-    mean_s = statistics.mean(seconds)
-
-    # the profiled steps, with the loss and the clipping labelled
-    patched = {(training, "sequence_loss"), (torch.nn.utils,
-                                             "clip_grad_norm_")}
-    with contextlib.ExitStack() as stack:
-        for owner, name in patched:
-            original = getattr(owner, name)
-            setattr(owner, name, labelled(original, name))
-            stack.callback(setattr, owner, name, original)
-        with profile(activities=[ProfilerActivity.CPU]) as prof:
+        seconds, tokens = [], []
+        for _ in range(args.steps):
             start = time.perf_counter()
-            for _ in range(args.steps):
-                step()
-            profiled_s = (time.perf_counter() - start) / args.steps
+            batch = step()
+            seconds.append(time.perf_counter() - start)
+            tokens.append(batch.num_target_tokens)
+        mean_s = statistics.mean(seconds)
+
+        # the profiled steps, with the loss and the clipping labelled
+        patched = {(training, "sequence_loss"), (torch.nn.utils,
+                                                 "clip_grad_norm_")}
+        with contextlib.ExitStack() as stack:
+            for owner, name in patched:
+                original = getattr(owner, name)
+                setattr(owner, name, labelled(original, name))
+                stack.callback(setattr, owner, name, original)
+            with profile(activities=[ProfilerActivity.CPU]) as prof:
+                start = time.perf_counter()
+                for _ in range(args.steps):
+                    step()
+                profiled_s = (time.perf_counter() - start) / args.steps
+
     own, by_operator = defaultdict(float), defaultdict(float)
     for event in prof.events():
         if event.device_type.name == "CPU" and event.name.startswith(
@@ -168,7 +169,6 @@ def main():
             kind = kind_of(event)
             own[kind] += event.self_cpu_time_total / 1e6
             by_operator[event.name, kind] += event.self_cpu_time_total / 1e6
-    kernels.__exit__(None, None, None)
     per_step = {kind: own[kind] / args.steps for kind in KINDS}
     per_step["outside operators"] = max(
         0.0, profiled_s - sum(per_step.values()))

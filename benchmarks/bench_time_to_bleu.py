@@ -45,6 +45,7 @@ from transformer_lib.translation.recipes import RECIPES, Recipe
 from transformer_lib.translation.training import (TrainConfig,
                                                   autocast_dtype, fit,
                                                   pick_device,
+                                                  precision_name,
                                                   seed_everything)
 from transformer_lib.translation.translate import evaluate_bleu
 
@@ -139,7 +140,7 @@ def main():
     val_loader = BatchLoader(split.val, src_vocab, tgt_vocab, 256,
                              shuffle=False)
     data = split, src_vocab, tgt_vocab, val_loader
-    precision = "float32" if dtype is None else str(dtype).split(".")[-1]
+    precision = precision_name(dtype)
     gflops = matmul_gflops(dtype or torch.float32, device=device)
     print(f"{cpu_name()}, {torch.get_num_threads()} threads, torch "
           f"{torch.__version__}; {precision}, 2048² matmul {gflops:,.0f} "

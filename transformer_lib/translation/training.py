@@ -430,10 +430,9 @@ def fit(model, train_loader, val_loader=None,
     whose generator it reseeds too, only the CPU's).  The order of the
     batches is the loader's: its seed and the epoch, which fit sets with
     ``train_loader.set_epoch``.  The model ends in the mode it had.  The
-    loss is read on the host only at log points.  On a GPU, attention
-    runs without cuDNN's kernel (:func:`attention_kernels_for_many_shapes`);
-    on a CPU in bf16, with torch's math kernel
-    (:func:`attention_kernel_for_cpu_bf16`).
+    loss is read on the host only at log points.  Attention runs with
+    :func:`attention_kernels_for_training`: on a GPU without cuDNN's
+    kernel, on a CPU in bf16 with torch's math kernel.
     ``callback(history)`` (or each of a list of callbacks) runs every
     ``config.log_every`` steps and, when there is a ``val_loader``, after
     each epoch's validation, e.g. to redraw a live loss plot; like
@@ -477,8 +476,7 @@ def fit(model, train_loader, val_loader=None,
     dtype = autocast_dtype(config.precision, device)
     forked = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=forked), training_mode(model, True), \
-            attention_kernels_for_many_shapes(device), \
-            attention_kernel_for_cpu_bf16(device, dtype):
+            attention_kernels_for_training(device, dtype):
         torch.manual_seed(config.seed + ranks.rank)
         return _train(model.to(device), train_loader, val_loader, config,
                       device, dtype, callback, progress, checkpoint, resume,
@@ -519,6 +517,16 @@ def attention_kernel_for_cpu_bf16(device: torch.device, dtype):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     with sdpa_kernel([SDPBackend.MATH]):
+        yield
+
+
+@contextlib.contextmanager
+def attention_kernels_for_training(device: torch.device, dtype):
+    """The attention kernels :func:`fit` trains with, on ``device`` with
+    autocast's ``dtype``: :func:`attention_kernels_for_many_shapes` and
+    :func:`attention_kernel_for_cpu_bf16` together."""
+    with attention_kernels_for_many_shapes(device), \
+            attention_kernel_for_cpu_bf16(device, dtype):
         yield
 
 
