@@ -110,7 +110,11 @@ def test_mean_cross_attention_is_the_blocks_and_heads_mean_of_each_sentence():
 def test_the_recipes_model_comes_from_a_checkpoint_of_that_recipe_and_seed(tmp_path,
                                                                           monkeypatch):
     recipe = RECIPES["basic"].with_train(seed=3, device="cpu")
-    assert recipe.label == "basic, seed 3"
+    assert recipe.label.startswith("basic, seed 3, settings ")
+    # another version of the recipe is another model; its own for_precision is the same one
+    assert recipe.with_train(lr=1e-3).label != recipe.label
+    assert recipe.for_precision().label == recipe.label
+    assert recipe.with_train(log_every=1).label == recipe.label
     model = small_model()
     saved = tmp_path / "model.ckpt"
     save_checkpoint(saved, model, SRC_VOCAB, TGT_VOCAB, extra={"recipe": recipe.label})

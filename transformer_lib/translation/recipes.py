@@ -4,7 +4,9 @@ translator chapter."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, replace
 
 from .data import (Split, TestGroup, Vocab, d2l_split, grouped_split,
                    load_pairs, load_raw_pairs)
@@ -47,8 +49,17 @@ class Recipe:
 
     @property
     def label(self) -> str:
-        """What a checkpoint of this recipe's model records of it."""
-        return f"{self.subset}, seed {self.train.seed}"
+        """What a checkpoint of this recipe's model records of it: the
+        subset, the seed, and a digest of every setting that shapes the
+        weights (with ``for_precision``'s epochs), so that the model of an
+        earlier version of the recipe is not taken for this one's."""
+        settings = asdict(self.for_precision())
+        del settings["notes"]
+        for name in ("device", "log_every"):   # they leave the weights be
+            del settings["train"][name]
+        text = json.dumps(settings, sort_keys=True, default=str)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+        return f"{self.subset}, seed {self.train.seed}, settings {digest}"
 
     def with_train(self, **changes) -> Recipe:
         return replace(self, train=replace(self.train, **changes))
