@@ -5,13 +5,16 @@
 - :mod:`.multihead`   multi-head attention and its key/value cache
 - :mod:`.ffn`         the position-wise feed-forward network
 - :mod:`.addnorm`     residual connection + LayerNorm
-- :mod:`.positional`  sinusoidal positional encoding
+- :mod:`.positional`  sinusoidal positional encoding, rotary positions
 - :mod:`.stack`       embeddings + positional encoding + N blocks
 - :mod:`.encoder`, :mod:`.decoder`: the blocks and their stacks,
                       post-norm (the paper) or pre-norm (``norm_first``)
 - :mod:`.transformer` the encoder-decoder and its configuration
 - :mod:`.decoder_only` the decoder-only layout (GPT's): causal blocks over
                       one sequence, source and answer
+- :mod:`.language_model` a language model on one stream of text, in the
+                      2017 block's layout or a GPT block's (pre-norm,
+                      RMSNorm, GELU, rotary positions, tied embeddings)
 - :mod:`.layouts`     the same attention in other code bases' layouts:
                       d2l's, ViT's fused qkv, jadore801120's post-norm
 - :mod:`.record`      hooks that record its attention weights and its
@@ -33,12 +36,17 @@ from .decoder import (BlockCache, DecoderCache, PreNormDecoderBlock,
 from .encoder import (PreNormEncoderBlock, TransformerEncoder,
                       TransformerEncoderBlock)
 from .ffn import PositionWiseFFN
+from .language_model import (GPT_CHANGES, LanguageModel,
+                             LanguageModelBlock, LanguageModelConfig,
+                             PreNormLanguageModelBlock, RMSNorm)
 from .intervene import LayerIntervention, intervene
 from .layouts import (FusedSelfAttention, PostNormMultiHeadAttention,
                       fused_from_separate, post_norm_from_separate,
                       separate_from_fused, transpose_output, transpose_qkv)
-from .multihead import KVCache, MultiHeadAttention, merge_heads, split_heads
-from .positional import PositionalEncoding, sinusoidal_encoding
+from .multihead import (KVCache, MultiHeadAttention,
+                        RotaryMultiHeadAttention, merge_heads, split_heads)
+from .positional import (PositionalEncoding, RotaryEmbedding,
+                         sinusoidal_encoding)
 from .record import (AttentionMaps, GradientNorms, record_attention,
                      record_gradient_norms)
 from .stack import EmbeddedBlockStack
@@ -49,11 +57,13 @@ __all__ = [
     "AddNorm", "AdditiveAttention", "AttentionMaps", "BlockCache",
     "CausalBlock", "CausalStack", "DecoderCache", "DecoderOnlyConfig",
     "DecoderOnlyTransformer", "DotProductAttention", "EmbeddedBlockStack",
-    "EncoderDecoder", "FusedSelfAttention", "GradientNorms", "KVCache",
-    "LayerIntervention", "MultiHeadAttention", "PositionWiseFFN",
-    "PositionalEncoding", "PostNormMultiHeadAttention",
+    "EncoderDecoder", "FusedSelfAttention", "GPT_CHANGES",
+    "GradientNorms", "KVCache", "LanguageModel", "LanguageModelBlock",
+    "LanguageModelConfig", "LayerIntervention", "MultiHeadAttention",
+    "PositionWiseFFN", "PositionalEncoding", "PostNormMultiHeadAttention",
     "PreNormCausalBlock", "PreNormDecoderBlock", "PreNormEncoderBlock",
-    "Transformer",
+    "PreNormLanguageModelBlock", "RMSNorm", "RotaryEmbedding",
+    "RotaryMultiHeadAttention", "Transformer",
     "TransformerConfig", "TransformerDecoder", "TransformerDecoderBlock",
     "TransformerEncoder", "TransformerEncoderBlock", "attention_mask",
     "count_parameters", "fused_from_separate", "intervene",

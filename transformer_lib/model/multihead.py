@@ -9,7 +9,8 @@ The h heads' projections are stored side by side as one ``d x d`` matrix
 each; head ``i`` owns features ``i d_k : (i+1) d_k`` of the projected
 queries, keys and values, with ``d_k = d / h``.  Other layouts of the same
 function (d2l's, ViT's fused ``qkv``, jadore801120's post-norm module)
-are in :mod:`.layouts`.
+are in :mod:`.layouts`.  :class:`RotaryMultiHeadAttention` adds rotary
+positions (RoFormer's) to self-attention.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from torch import nn
 from .._checks import (check_heads_divide, check_positive_int,
                       check_rows_match, check_tensor, size_or)
 from .attention import DotProductAttention
+from .positional import RotaryEmbedding
 
 
 def split_heads(X: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -54,6 +56,12 @@ class KVCache:
         self.static = static
         self.keys: torch.Tensor | None = None
         self.values: torch.Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        """How many positions it holds: where the next call's queries
+        start."""
+        return 0 if self.keys is None else self.keys.shape[2]
 
     def update(self, keys: torch.Tensor, values: torch.Tensor):
         """Store (static) or append (growing) the new keys and values;
@@ -144,3 +152,40 @@ class MultiHeadAttention(nn.Module):
         check_tensor("values", values, ndim=3, kind="float",
                      last_dim=self.value_size)
         check_rows_match(queries, keys, values)
+
+
+class RotaryMultiHeadAttention(MultiHeadAttention):
+    """Multi-head *self*-attention with rotary positions: each head's
+    queries and keys are rotated by their positions
+    (:class:`~.positional.RotaryEmbedding`) before the scores, so that a
+    score depends on where its key is relative to its query.  Arguments
+    as for :class:`MultiHeadAttention`, plus ``max_len``, the most
+    positions it can rotate."""
+
+    def __init__(self, num_hiddens: int, num_heads: int,
+                 dropout: float = 0.0, bias: bool = False,
+                 max_len: int = 1000):
+        super().__init__(num_hiddens, num_heads, dropout, bias)
+        self.rotary = RotaryEmbedding(num_hiddens // num_heads, max_len)
+
+    def forward(self, queries, keys, values, valid_lens=None, *,
+                attn_mask=None, causal=False, kv: KVCache | None = None):
+        """queries, keys, values: one X ``(B, T, d)``, at positions
+        ``kv.length ..`` (0 without a cache) -> ``(B, T, d)``."""
+        if not (queries is keys is values):
+            raise ValueError("rotary attention is self-attention: pass "
+                             "one X as queries, keys and values")
+        if kv is not None and kv.static:
+            raise ValueError("rotary attention needs a growing cache, "
+                             "KVCache(static=False)")
+        self.check_shapes(queries, keys, values, kv)
+        t = 0 if kv is None else kv.length   # the position of X's first row
+        h = self.num_heads
+        q = self.rotary(split_heads(self.W_q(queries), h), t)  # (B,h,T,d_k)
+        k = self.rotary(split_heads(self.W_k(keys), h), t)     # (B,h,T,d_k)
+        v = split_heads(self.W_v(values), h)                   # (B,h,T,d_k)
+        if kv is not None:
+            k, v = kv.update(k, v)             # (B, h, t + T, d_k) each
+        out = self.attention(q, k, v, valid_lens, attn_mask=attn_mask,
+                             causal=causal)                    # (B,h,T,d_k)
+        return self.W_o(merge_heads(out))                      # (B, T, d)
