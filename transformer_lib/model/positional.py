@@ -99,7 +99,7 @@ class RotaryEmbedding(nn.Module):
                 f"{self.max_len}: build the model with a larger max_len")
         at = slice(offset, offset + T)
         turns = torch.complex(self.cos[at].float(), self.sin[at].float())
-        pairs = X.float().unflatten(-1, (-1, 2))          # (B, h, T, d_k/2, 2)
-        z = torch.view_as_complex(pairs.contiguous())     # x_2i + i x_2i+1
-        turned = z * turns                                # (B, h, T, d_k/2)
+        pairs = X.float().unflatten(-1, (-1, 2))      # (B, h, T, d_k/2, 2)
+        z = torch.view_as_complex(pairs.contiguous())  # x_2i + i x_2i+1
+        turned = z * turns                             # (B, h, T, d_k/2)
         return torch.view_as_real(turned).flatten(-2).to(X.dtype)
