@@ -49,7 +49,7 @@ def test_the_counter_counts_what_a_reader_reads(tmp_path):
 def test_the_main_path_is_an_afternoon():
     pages = reading_weight.pages()
     deeper = [path.stem for path, main in pages if not main]
-    assert {"09_experiments", "10_variations", "11_details_and_detours"} <= set(deeper)
+    assert {"09_experiments", "10_variations", "11_details_and_detours", "12_gpt"} <= set(deeper)
     total, over = 0, []
     for path, on_main_path in pages:
         if not on_main_path:

@@ -11,6 +11,7 @@ from .attention import (check_attention_mask, check_masked_softmax,
 from .blocks import check_decoder_block
 from .core import Case, Checker, Mismatch, Report
 from .layers import check_layer_norm, check_sinusoidal_encoding
+from .sampling import check_top_k_probabilities
 from .training import (check_greedy_decode, check_sequence_loss,
                        check_train_epoch)
 from .translation import (check_bpe_merges, check_clipped_precision,
@@ -21,7 +22,8 @@ CHECKERS = [check_masked_softmax, check_attention_mask, check_split_heads,
             check_layer_norm, check_sinusoidal_encoding,
             check_decoder_block, check_sequence_loss, check_greedy_decode,
             check_train_epoch, check_clipped_precision,
-            check_corpus_bleu, check_bpe_merges]
+            check_corpus_bleu, check_bpe_merges,
+            check_top_k_probabilities]
 
 __all__ = [
     "CHECKERS", "Case", "Checker", "Mismatch", "Report",
@@ -29,5 +31,6 @@ __all__ = [
     "check_corpus_bleu", "check_decoder_block", "check_greedy_decode",
     "check_layer_norm", "check_masked_softmax", "check_merge_heads",
     "check_multi_head_attention", "check_sequence_loss",
-    "check_sinusoidal_encoding", "check_split_heads", "check_train_epoch",
+    "check_sinusoidal_encoding", "check_split_heads",
+    "check_top_k_probabilities", "check_train_epoch",
 ]
