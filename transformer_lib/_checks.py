@@ -202,6 +202,17 @@ def check_model_sizes(num_hiddens: int, num_heads: int,
     check_probability("dropout", dropout)
 
 
+def check_one_stack_config(config) -> None:
+    """The fields a one-stack model's configuration shares (the
+    decoder-only model's, the language model's): positive sizes, heads
+    that divide the width, dropout, and True/False switches."""
+    for name in ("vocab_size", "ffn_num_hiddens", "num_blks", "max_len"):
+        check_positive_int(name, getattr(config, name))
+    check_model_sizes(config.num_hiddens, config.num_heads, config.dropout)
+    for name in ("use_bias", "norm_first", "tie_embeddings"):
+        check_flag(name, getattr(config, name))
+
+
 def check_tie_embeddings(tie: bool, src_vocab_size: int,
                          tgt_vocab_size: int) -> None:
     """Tied embeddings share one (V, d) matrix: one vocabulary serves both

@@ -16,8 +16,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from .._checks import (check_flag, check_model_sizes, check_positive_int,
-                      check_token_ids, check_valid_lens)
+from .._checks import (check_one_stack_config, check_token_ids,
+                      check_valid_lens)
 from .encoder import PreNormEncoderBlock, TransformerEncoderBlock
 from .stack import EmbeddedBlockStack
 from .transformer import (Transformer, count_parameters, fields_text,
@@ -75,12 +75,7 @@ class DecoderOnlyConfig:
     tie_embeddings: bool = False  # True: the output layer is the embedding
 
     def __post_init__(self):
-        for name in ("vocab_size", "ffn_num_hiddens", "num_blks",
-                     "max_len"):
-            check_positive_int(name, getattr(self, name))
-        check_model_sizes(self.num_hiddens, self.num_heads, self.dropout)
-        for name in ("use_bias", "norm_first", "tie_embeddings"):
-            check_flag(name, getattr(self, name))
+        check_one_stack_config(self)
 
     __str__ = fields_text  # print() wraps the fields to the page
 

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, replace
 import torch
 from torch import nn
 
-from .._checks import (check_flag, check_model_sizes, check_positive_int,
+from .._checks import (check_one_stack_config, check_positive_int,
                       check_tensor, check_token_ids)
 from .ffn import ACTIVATIONS, PositionWiseFFN
 from .multihead import KVCache, MultiHeadAttention, RotaryMultiHeadAttention
@@ -92,12 +92,7 @@ class LanguageModelConfig:
     __str__ = fields_text  # print() wraps the fields to the page
 
     def __post_init__(self):
-        for name in ("vocab_size", "ffn_num_hiddens", "num_blks",
-                     "max_len"):
-            check_positive_int(name, getattr(self, name))
-        check_model_sizes(self.num_hiddens, self.num_heads, self.dropout)
-        for name in ("use_bias", "norm_first", "tie_embeddings"):
-            check_flag(name, getattr(self, name))
+        check_one_stack_config(self)
         for name, allowed in (("norm", NORMS), ("activation",
                               tuple(ACTIVATIONS)), ("positions", POSITIONS)):
             if getattr(self, name) not in allowed:
