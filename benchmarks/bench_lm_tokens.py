@@ -36,7 +36,7 @@ from transformer_lib.model import LanguageModel, LanguageModelConfig
 from transformer_lib.translation import (RECIPES, TextWindows, TrainConfig,
                                          autocast_dtype, character_text,
                                          fit, load_everyday, pick_device,
-                                         seed_everything)
+                                         seed_everything, window_bits)
 from transformer_lib.translation.data import Vocab, load_raw_pairs
 from transformer_lib.translation.provenance import cpu_name, matmul_gflops
 
@@ -49,15 +49,9 @@ def piece_stream(sentences, vocab) -> torch.Tensor:
     return torch.tensor(ids, dtype=torch.long)
 
 
-@torch.no_grad()
 def summed_bits(model, loader) -> float:
-    total = 0.0
-    model.eval()
-    for batch in loader:
-        logits = model(batch.tgt_in).float()
-        total += torch.nn.functional.cross_entropy(
-            logits.transpose(1, 2), batch.tgt_out, reduction="sum").item()
-    return total / math.log(2)
+    """The loss in bits summed over every scored id of ``loader``."""
+    return window_bits(model, loader).sum().item() * loader.window
 
 
 def run(name, train_ids, val_ids, vocab_size, val_chars, args, seed):
