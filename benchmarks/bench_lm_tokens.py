@@ -27,7 +27,6 @@ Run:  python benchmarks/bench_lm_tokens.py [--seconds 60] [--seeds 0 1 2]
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 
 import torch
