@@ -11,6 +11,7 @@ import torch
 
 import transformer_lib as tl
 from conftest import import_or_skip
+from transformer_lib.model import LanguageModel, LanguageModelConfig
 from transformer_lib.translation.data import Vocab
 from transformer_lib.instruments.export import (CONFIG_FILE, DECODER_FILE, ENCODER_FILE, all_on,
                                     export_translator, rounded_to_float16)
@@ -190,3 +191,84 @@ def test_bad_arguments_are_named(tmp_path):
         export_translator(model, SRC, TGT, tmp_path, weights="int4")
     with pytest.raises(ValueError, match="tgt_vocab has 5 tokens"):
         export_translator(model, SRC, Vocab([["x"]]), tmp_path)
+
+
+# The language model (chapter 12): one graph, the next token's logits.
+
+LM_VOCAB = Vocab.from_tokens(list(Vocab([[]]).idx_to_token) + list("abcdefgh .!"))
+
+
+@pytest.fixture(scope="module", params=["gpt", "2017"])
+def exported_lm(request, tmp_path_factory):
+    from transformer_lib.instruments.export import LM_FILE, export_language_model
+
+    torch.manual_seed(0)
+    config = LanguageModelConfig(len(LM_VOCAB), num_hiddens=32, ffn_num_hiddens=64,
+                                    num_heads=4, num_blks=2, max_len=24)
+    model = LanguageModel(config.gpt() if request.param == "gpt" else config)
+    directory = tmp_path_factory.mktemp("export-lm")
+    result = export_language_model(model, LM_VOCAB, directory)
+    return model, result, ort.InferenceSession(str(directory / LM_FILE))
+
+
+@pytest.mark.parametrize("T", [1, 3, 7, 24])
+def test_the_language_models_graph_computes_the_rounded_model(exported_lm, T):
+    model, result, session = exported_lm
+    ids = torch.randint(len(LM_VOCAB), (1, T), generator=torch.Generator().manual_seed(T))
+    [logits] = session.run(None, {"ids": ids.numpy()})
+    with torch.no_grad():
+        want = result.model(ids)[:, -1].numpy()
+        original = model.eval()(ids)[:, -1].numpy()
+    assert logits.shape == (1, len(LM_VOCAB))
+    assert np.abs(logits - want).max() < 1e-4
+    assert np.abs(original - want).max() > 0       # the rounding did change something
+
+
+def test_the_language_models_files_and_settings(exported_lm):
+    from transformer_lib.instruments.export import LM_CONFIG_FILE, LM_FILE
+
+    model, result, _ = exported_lm
+    settings = json.loads((result.directory / LM_CONFIG_FILE).read_text())
+    assert settings["tokens"] == LM_VOCAB.idx_to_token
+    assert (settings["eos_id"], settings["unk_id"]) == (Vocab.eos, Vocab.unk)
+    assert settings["max_len"] == model.config.max_len
+    assert settings["files"][LM_FILE]["bytes"] == result.files[LM_FILE]
+    # float16 storage: the weights take at most two bytes a parameter (a tied matrix once)
+    import onnx
+
+    graph = onnx.load(str(result.directory / LM_FILE)).graph
+    stored = sum(len(init.raw_data) for init in graph.initializer)
+    assert stored <= 2 * model.num_parameters()
+
+
+def test_real_rotations_equal_the_complex_ones():
+    from transformer_lib.instruments.export import RealRotaryEmbedding, with_real_rotations
+    from transformer_lib.model import RotaryEmbedding
+
+    rotary = RotaryEmbedding(head_dim=8, max_len=20)
+    real = RealRotaryEmbedding.like(rotary)
+    X = torch.randn(2, 3, 5, 8)
+    for offset in (0, 4, 15):
+        assert torch.allclose(real(X, offset), rotary(X, offset), atol=1e-6)
+    torch.manual_seed(0)
+    config = LanguageModelConfig(len(LM_VOCAB), num_hiddens=32, ffn_num_hiddens=64,
+                                    num_heads=4, num_blks=2, max_len=24).gpt()
+    model = LanguageModel(config).eval()
+    ids = torch.randint(len(LM_VOCAB), (2, 9))
+    swapped = with_real_rotations(LanguageModel(config).eval())
+    swapped.load_state_dict(model.state_dict())
+    kinds = {type(m) for m in swapped.modules()}
+    assert RealRotaryEmbedding in kinds and RotaryEmbedding not in kinds
+    with torch.no_grad():
+        assert torch.allclose(swapped(ids), model(ids), atol=1e-5)
+
+
+def test_the_language_models_export_names_bad_arguments(tmp_path):
+    from transformer_lib.instruments.export import export_language_model
+
+    model = LanguageModel(LanguageModelConfig(len(LM_VOCAB), num_hiddens=16,
+                                                    ffn_num_hiddens=32, num_heads=2))
+    with pytest.raises(ValueError, match="weights must be one of"):
+        export_language_model(model, LM_VOCAB, tmp_path, weights="int4")
+    with pytest.raises(ValueError, match="vocab has 5 tokens"):
+        export_language_model(model, Vocab([["x"]]), tmp_path)

@@ -596,3 +596,24 @@ def test_the_optimizer_is_adamw_with_the_configs_rate_decay_and_beta2():
                                               beta2=0.98)).param_groups[0]
     assert (group["lr"], group["weight_decay"], group["betas"]) == (3e-4, 0.02, (0.9, 0.98))
     assert make_optimizer(model, TrainConfig()).param_groups[0]["betas"] == (0.9, 0.999)
+
+
+def test_a_language_models_checkpoint_round_trip(tmp_path):
+    from transformer_lib.model import LanguageModel, LanguageModelConfig
+
+    vocab = Vocab.from_tokens(list(Vocab([[]]).idx_to_token) + list("abc "))
+    torch.manual_seed(0)
+    model = LanguageModel(LanguageModelConfig(len(vocab), num_hiddens=16, ffn_num_hiddens=32,
+                                              num_heads=2, num_blks=2).gpt()).eval()
+    path = save_checkpoint(tmp_path / "lm.pt", model, vocab, vocab, {"what": "lm"})
+    loaded, src_vocab, tgt_vocab, extra = load_checkpoint(path)
+    assert extra == {"what": "lm"} and tgt_vocab.idx_to_token == vocab.idx_to_token
+    assert loaded.config == model.config
+    ids = torch.randint(0, len(vocab), (2, 5))
+    assert torch.equal(loaded(ids), model(ids))
+    # the tied output layer is the embedding again, not a copy
+    assert loaded.dense.weight is loaded.embedding.weight
+    small = Vocab.from_tokens(list(Vocab([[]]).idx_to_token))
+    save_checkpoint(tmp_path / "bad.pt", model, small, small)
+    with pytest.raises(CheckpointError, match="vocabulary sizes"):
+        load_checkpoint(tmp_path / "bad.pt")

@@ -1,18 +1,20 @@
-"""The trained translator for the browser: ONNX graphs of the encoder and
-of one greedy decoding step, which also returns that step's
+"""The trained models for the browser.  The translator: ONNX graphs of
+the encoder and of one greedy decoding step, which also returns that step's
 cross-attention weights, and the vocabularies and decoding settings as
 JSON.  Both graphs take :func:`~transformer_lib.model.intervene`'s
 switches as inputs: a gate per head of each kind, the hidden source
 positions and the encoder's window (all on, none hidden and a window as
 long as the source: the model itself).  The book's page runs them with
 ONNX Runtime Web (``translator.js``), with no server and no kernel.
+The language model: one graph, the logits of the next token after a
+sequence, which ``language_model.js`` samples from.
 
 The weights are stored as float16 (half the bytes) or the matrices as
 int8 with a scale per row (a quarter), and turned back into float32
 inside the graph, so that every product is still float32.  The exported
 model is therefore exactly the PyTorch model with its parameters rounded
-that way: :func:`export_translator` returns that model too, so that its
-translations and its BLEU can be compared with the page's and with the
+that way: each export returns that model too, so that its translations,
+its samples and its BLEU can be compared with the page's and with the
 original's.  (With int8 weights, ONNX Runtime must run the graphs with
 its session option ``session.disable_quant_qdq`` set: otherwise its
 extended optimisations fuse each ``DequantizeLinear`` with its product
@@ -35,6 +37,7 @@ from torch import nn
 from ..translation.checkpoint import (dequantize_int8, int8_matrices,
                                       rounded_to_int8)
 from ..translation.data import SPECIAL_TOKENS, Vocab
+from ..model import RotaryEmbedding
 from ..model.intervene import intervene
 from ..model.record import record_attention
 
@@ -42,6 +45,8 @@ ENCODER_FILE = "encoder.onnx"
 DECODER_FILE = "decoder_step.onnx"
 CONFIG_FILE = "translator.json"
 TOKENIZER_FILE = "tokenizer.json"  # a subword vocabulary's, for the page
+LM_FILE = "next_token.onnx"        # the language model's
+LM_CONFIG_FILE = "language_model.json"
 WEIGHT_FORMATS = ("int8", "float16", "float32")
 OPSET = 17
 
@@ -84,9 +89,9 @@ class DecoderStepGraph(nn.Module):
 
 
 @dataclass
-class ExportedTranslator:
-    """What :func:`export_translator` wrote, and the PyTorch model that
-    computes what the files compute."""
+class ExportedModel:
+    """What an export wrote, and the PyTorch model that computes what the
+    files compute."""
 
     directory: Path
     model: nn.Module                 # the parameters the files hold
@@ -118,7 +123,7 @@ def rounded_to_float16(model: nn.Module) -> nn.Module:
 
 def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
                       directory, *, weights: str = "float16"
-                      ) -> ExportedTranslator:
+                      ) -> ExportedModel:
     """Write ``encoder.onnx``, ``decoder_step.onnx`` and
     ``translator.json`` (vocabularies, special ids, ``max_len``, sizes,
     checksums) into ``directory``, and ``tokenizer.json`` for a subword
@@ -126,9 +131,7 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
     in float32), ``"int8"`` (the matrices as int8 with a scale per row,
     :func:`~transformer_lib.translation.checkpoint.quantize_int8`; the
     rest float32) or ``"float32"``."""
-    if weights not in WEIGHT_FORMATS:
-        raise ValueError(f"weights must be one of {WEIGHT_FORMATS}, "
-                         f"got {weights!r}")
+    _check_weights(weights)
     for name, vocab, size in [("src_vocab", src_vocab,
                                model.encoder.vocab_size),
                               ("tgt_vocab", tgt_vocab,
@@ -136,13 +139,7 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
         if len(vocab) != size:
             raise ValueError(f"{name} has {len(vocab)} tokens but the "
                              f"model's vocabulary has {size}")
-    if weights == "float16":
-        exported = rounded_to_float16(model)
-    elif weights == "int8":
-        matrices = int8_matrices(model)
-        exported = rounded_to_int8(model, matrices)
-    else:
-        exported = copy.deepcopy(model).cpu().float().eval()
+    exported, matrices = _rounded(model, weights)
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     src = torch.tensor([[4, 5, Vocab.eos]])
@@ -166,18 +163,9 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
                  "cross_gate", "hidden"], ["logits", "cross"],
                 {"tgt": {1: "T"}, "memory": {1: "S"}, "hidden": {1: "S"},
                  "cross": {3: "S"}})
-    import onnx
-
-    for name in (ENCODER_FILE, DECODER_FILE):   # the weights' storage
-        proto = onnx.load(str(directory / name))
-        share_transposes(proto.graph)
-        if weights == "int8":
-            store_int8(proto.graph, matrices)
-        if weights == "float16":
-            store_float16(proto.graph)
-        onnx.checker.check_model(proto)
-        onnx.save(proto, str(directory / name))
     names = [ENCODER_FILE, DECODER_FILE]
+    for name in names:
+        _store_weights(directory / name, weights, matrices)
     subwords = hasattr(tgt_vocab, "to_json")  # a SubwordVocab
     if subwords:
         if src_vocab.to_json() != tgt_vocab.to_json():
@@ -201,9 +189,7 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
         "num_enc_blocks": len(exported.encoder.blks),
         "num_heads": exported.decoder.blks[0].attention2.num_heads,
         "weights": weights,
-        "files": {name: {"bytes": size,
-                         "sha256": _sha256(directory / name)}
-                  for name, size in files.items()},
+        "files": _checksums(directory, files),
     }
     if subwords:  # the page reads tokenizer.json
         settings["tokenizer"] = "bpe"
@@ -211,10 +197,127 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
         settings.update(tokenizer="words",
                         src_tokens=src_vocab.idx_to_token,
                         tgt_tokens=tgt_vocab.idx_to_token)
+    files[CONFIG_FILE] = _write_json(directory / CONFIG_FILE, settings)
+    return ExportedModel(directory, exported, files)
+
+
+class RealRotaryEmbedding(RotaryEmbedding):
+    """:class:`~transformer_lib.model.RotaryEmbedding` in real arithmetic,
+    for ONNX, which has no complex numbers: the pair ``(x, y)`` turned by
+    the angle a is ``(x cos a - y sin a, x sin a + y cos a)``, the real
+    and imaginary parts of ``(x + i y) e^(i a)``."""
+
+    @classmethod
+    def like(cls, rotary: RotaryEmbedding) -> RealRotaryEmbedding:
+        return cls(rotary.head_dim, rotary.max_len).to(rotary.cos.device)
+
+    def forward(self, X, offset: int = 0):
+        """X ``(B, h, T, d_k)`` at positions ``offset ..`` -> the same."""
+        at = slice(offset, offset + X.shape[2])
+        cos, sin = self.cos[at], self.sin[at]            # (T, d_k/2)
+        pairs = X.unflatten(-1, (-1, 2))                # (B, h, T, d_k/2, 2)
+        x, y = pairs[..., 0], pairs[..., 1]
+        turned = torch.stack([x * cos - y * sin, x * sin + y * cos], -1)
+        return turned.flatten(-2)                        # (B, h, T, d_k)
+
+
+def with_real_rotations(model: nn.Module) -> nn.Module:
+    """``model`` (changed in place) with every rotary embedding computed
+    in real arithmetic (:class:`RealRotaryEmbedding`)."""
+    for module in list(model.modules()):
+        for name, child in module.named_children():
+            if type(child) is RotaryEmbedding:
+                setattr(module, name, RealRotaryEmbedding.like(child))
+    return model
+
+
+class NextTokenGraph(nn.Module):
+    """ids ``(1, T)`` -> the logits of the token after them ``(1, V)``:
+    the whole sequence read at every step (no cache, as the translator's
+    decoder step: a graph without state is simpler to run and check)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return self.model(ids)[:, -1]
+
+
+def export_language_model(model, vocab: Vocab, directory, *,
+                          weights: str = "float16") -> ExportedModel:
+    """Write a :class:`~transformer_lib.model.LanguageModel` for the page:
+    ``next_token.onnx`` (:class:`NextTokenGraph`) and
+    ``language_model.json`` (its characters or tokens, the special ids,
+    ``max_len``, checksums) into ``directory``.  ``weights`` as for
+    :func:`export_translator`.  The model returned computes what the
+    file computes (rotations in complex numbers, the same values)."""
+    _check_weights(weights)
+    if len(vocab) != model.vocab_size:
+        raise ValueError(f"vocab has {len(vocab)} tokens but the model's "
+                         f"vocabulary has {model.vocab_size}")
+    exported, matrices = _rounded(model, weights)
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    graph = NextTokenGraph(with_real_rotations(copy.deepcopy(exported)))
+    with torch.no_grad():
+        _export(graph, (torch.tensor([[Vocab.eos, 4, 5]]),),
+                directory / LM_FILE, ["ids"], ["logits"], {"ids": {1: "T"}})
+    _store_weights(directory / LM_FILE, weights, matrices)
+    files = {LM_FILE: (directory / LM_FILE).stat().st_size}
+    settings = {
+        "format": 1, "tokens": vocab.idx_to_token,
+        "pad_id": Vocab.pad, "bos_id": Vocab.bos, "eos_id": Vocab.eos,
+        "unk_id": Vocab.unk, "max_len": exported.config.max_len,
+        "weights": weights, "files": _checksums(directory, files),
+    }
+    files[LM_CONFIG_FILE] = _write_json(directory / LM_CONFIG_FILE,
+                                        settings)
+    return ExportedModel(directory, exported, files)
+
+
+def _check_weights(weights) -> None:
+    if weights not in WEIGHT_FORMATS:
+        raise ValueError(f"weights must be one of {WEIGHT_FORMATS}, "
+                         f"got {weights!r}")
+
+
+def _rounded(model, weights: str):
+    """A CPU float32 copy of ``model`` with its parameters rounded as
+    ``weights`` stores them, and the int8 matrices (``None`` unless
+    int8)."""
+    if weights == "float16":
+        return rounded_to_float16(model), None
+    if weights == "int8":
+        matrices = int8_matrices(model)
+        return rounded_to_int8(model, matrices), matrices
+    return copy.deepcopy(model).cpu().float().eval(), None
+
+
+def _store_weights(path, weights: str, matrices) -> None:
+    """Rewrite the exported graph at ``path`` so that it stores its weights
+    as ``weights`` says (a tied matrix once)."""
+    import onnx
+
+    proto = onnx.load(str(path))
+    share_transposes(proto.graph)
+    if weights == "int8":
+        store_int8(proto.graph, matrices)
+    if weights == "float16":
+        store_float16(proto.graph)
+    onnx.checker.check_model(proto)
+    onnx.save(proto, str(path))
+
+
+def _checksums(directory, files: dict) -> dict:
+    return {name: {"bytes": size, "sha256": _sha256(directory / name)}
+            for name, size in files.items()}
+
+
+def _write_json(path, settings: dict) -> int:
     text = json.dumps(settings, ensure_ascii=False, separators=(",", ":"))
-    (directory / CONFIG_FILE).write_text(text, encoding="utf-8")
-    files[CONFIG_FILE] = (directory / CONFIG_FILE).stat().st_size
-    return ExportedTranslator(directory, exported, files)
+    path.write_text(text, encoding="utf-8")
+    return path.stat().st_size
 
 
 def _rewrite(graph, initializers: list, first_nodes: list) -> None:

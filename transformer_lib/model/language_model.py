@@ -59,8 +59,9 @@ class RMSNorm(nn.Module):
 
     def forward(self, X):
         check_tensor("X", X, kind="float", last_dim=len(self.weight))
-        mean_square = X.float().pow(2).mean(-1, keepdim=True)
-        return (X.float() * torch.rsqrt(mean_square + self.eps)
+        x = X.float()                  # the mean of squares in float32
+        mean_square = x.pow(2).mean(-1, keepdim=True)
+        return (x * torch.rsqrt(mean_square + self.eps)
                 ).to(X.dtype) * self.weight
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import torch
 
 from .data import Vocab
-from ..model import Transformer, TransformerConfig
+from ..model import (LanguageModel, LanguageModelConfig, Transformer,
+                     TransformerConfig)
 
 FORMAT_VERSION = 1
 WEIGHT_FORMATS = ("float32", "int8")
@@ -26,7 +27,16 @@ def _model_classes():
     from .rnn import GRUConfig, GRUSeq2Seq
 
     return {"Transformer": (Transformer, TransformerConfig),
-            "GRUSeq2Seq": (GRUSeq2Seq, GRUConfig)}
+            "GRUSeq2Seq": (GRUSeq2Seq, GRUConfig),
+            "LanguageModel": (LanguageModel, LanguageModelConfig)}
+
+
+def _vocab_sizes(config) -> tuple[int, int]:
+    """The source and target vocabulary sizes a config was built for; a
+    language model's one vocabulary is both."""
+    if hasattr(config, "vocab_size"):
+        return config.vocab_size, config.vocab_size
+    return config.src_vocab_size, config.tgt_vocab_size
 
 
 class CheckpointError(ValueError):
@@ -86,7 +96,8 @@ def rounded_to_int8(model, matrices: dict | None = None):
 def save_checkpoint(path, model, src_vocab: Vocab, tgt_vocab: Vocab,
                     extra: dict | None = None, *,
                     weights: str = "float32") -> Path:
-    """Save ``model`` (a :class:`Transformer` or :class:`GRUSeq2Seq`) with
+    """Save ``model`` (a :class:`Transformer`, :class:`GRUSeq2Seq` or
+    :class:`LanguageModel`, whose one vocabulary is passed as both) with
     its vocabularies (word vocabularies, or a
     :class:`~.subwords.SubwordVocab`, kept whole).
 
@@ -177,13 +188,12 @@ def load_checkpoint(path, device=None):
                               f"{err}") from err
     src_vocab = _vocab_from(payload["src_vocab"])
     tgt_vocab = _vocab_from(payload["tgt_vocab"])
-    if ((len(src_vocab), len(tgt_vocab))
-            != (config.src_vocab_size, config.tgt_vocab_size)):
+    sizes = _vocab_sizes(config)
+    if (len(src_vocab), len(tgt_vocab)) != sizes:
         raise CheckpointError(
             f"checkpoint {path}: vocabulary sizes "
             f"{len(src_vocab)}/{len(tgt_vocab)} do not match "
-            f"the config's {config.src_vocab_size}/{config.tgt_vocab_size}"
-        )
+            f"the config's {sizes[0]}/{sizes[1]}")
     model = model_cls(config)
     _load_state(model, payload, path)
     return (model.to(device or "cpu").eval(), src_vocab, tgt_vocab,
