@@ -73,13 +73,15 @@ $(LIBRARY_STAMP): $(wildcard transformer_lib/*.py transformer_lib/*/*.py transfo
 	rm -rf _build/.jupyter_cache
 	mkdir -p _build && touch $@
 
-# Chapter 8 writes the exported models into _extra/translator/ and _extra/everyday/ when it runs;
-# a cached chapter does not run, so the cache is dropped when those files are missing. ONNX
-# Runtime Web and tokenizers.js, which the pages load from ort/ and tokenizers/ (copied from
-# _extra/), are fetched from npm (pinned versions and checksums).
+# Chapter 8 writes the exported models into _extra/translator/ and _extra/everyday/ when it runs,
+# chapter 12 its language model into _extra/language_model/; a cached chapter does not run, so the
+# cache is dropped when those files are missing. ONNX Runtime Web and tokenizers.js, which the
+# pages load from ort/ and tokenizers/ (copied from _extra/), are fetched from npm (pinned
+# versions and checksums).
 book: setup $(LIBRARY_STAMP)
 	$(PY) scripts/fetch_onnxruntime_web.py
-	@test -f _extra/translator/translator.json -a -f _extra/everyday/translator.json || \
+	@test -f _extra/translator/translator.json -a -f _extra/everyday/translator.json \
+	  -a -f _extra/language_model/language_model.json || \
 	  rm -rf _build/.jupyter_cache
 	$(VENV)/bin/jupyter-book build . --all -W --keep-going
 

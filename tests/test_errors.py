@@ -18,7 +18,7 @@ import torch
 import transformer_lib as tl
 from transformer_lib.translation import (RECIPES, BatchLoader, TrainConfig, Vocab, evaluate_loss,
                                          fit, sequence_loss, translate)
-from transformer_lib.instruments import (figure_explorer, plot_loss_curves,
+from transformer_lib.instruments import (figure_explorer, language_model_box, plot_loss_curves,
                                         plot_positional_encoding, show_heatmaps)
 from transformer_lib.model import DecoderOnlyConfig, DecoderOnlyTransformer
 from transformer_lib.translation import autocast_dtype, bootstrap_bleu, precision_name
@@ -148,6 +148,16 @@ more_letters = Vocab([list("abcdefghijklmnopqrst")])         # 24
 pair = (list("abc"), list("cba"))
 jadore, Z = tl.PostNormMultiHeadAttention(3, 32, 10, 10), torch.randn(2, 7, 32)
 CASES.update({
+    "a language model box's prompt as ids":
+        (lambda: language_model_box([2, 5]), TypeError, "prompt must be a string"),
+    "a language model box below temperature 0":
+        (lambda: language_model_box("I", temperature=-0.5), ValueError, "temperature must be"),
+    "a language model box's temperature as text":
+        (lambda: language_model_box("I", temperature="hot"), ValueError, "temperature must be"),
+    "a language model box with top-k 0":
+        (lambda: language_model_box("I", top_k=0), ValueError, "top_k"),
+    "a language model box with a negative seed":
+        (lambda: language_model_box("I", seed=-1), ValueError, "seed"),
     "a vocabulary of strings, not token lists":
         (lambda: Vocab(["the cat sat", "a dog"]), TypeError, "sentences must be a list of token"),
     "pairs of strings": (lambda: BatchLoader([("a b", "b a")], letters, letters), TypeError,

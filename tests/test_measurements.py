@@ -140,7 +140,8 @@ def test_the_recipes_model_comes_from_a_checkpoint_of_that_recipe_and_seed(tmp_p
 def test_the_books_paths_exist_only_in_the_books_sources(tmp_path, monkeypatch):
     from pathlib import Path
 
-    from transformer_lib.instruments.web import book_root, page_files_dir, saved_translator_path
+    from transformer_lib.instruments.web import (book_root, page_files_dir, saved_page_model_path,
+                                                 saved_translator_path)
 
     notebooks = tmp_path / "book" / "notebooks"
     notebooks.mkdir(parents=True)
@@ -156,6 +157,11 @@ def test_the_books_paths_exist_only_in_the_books_sources(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="model must be one of"):
         page_files_dir("other")
     assert saved_translator_path() == root / "_build" / "translator" / "exported.ckpt"
+    assert page_files_dir("language_model") == root / "_extra" / "language_model"
+    assert (saved_page_model_path("language_model")
+            == root / "_build" / "language_model" / "exported.ckpt")
+    with pytest.raises(ValueError, match="model must be one of"):
+        saved_page_model_path("other")
 
 
 @pytest.mark.parametrize("norm_first", [False, True])

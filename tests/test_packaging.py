@@ -34,7 +34,9 @@ def test_the_wheel_carries_the_scripts_of_the_viewer_and_the_translator(tmp_path
     wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     assert {"transformer_lib/instruments/attention_view.js",
-            "transformer_lib/instruments/translator.js"} <= set(names)
+            "transformer_lib/instruments/translator.js",
+            "transformer_lib/instruments/onnx_page.js",
+            "transformer_lib/instruments/language_model.js"} <= set(names)
     # the published translator travels with the package (chapter 8 loads it on Colab)
     assert {f"transformer_lib/translation/everyday/{name}"
             for name in ("model.pt", "log.json", "SHA256SUMS")} <= set(names)

@@ -10,28 +10,34 @@
 - :mod:`.heads`       each head's confidence (``head_confidence``)
 - :mod:`.switches`    heads and source words switched off, live
 - :mod:`.architecture` the encoder-decoder drawn as SVG
-- :mod:`.export`, :mod:`.web`: the trained translator as ONNX graphs, and
-                      a page box that runs them in the reader's browser
+- :mod:`.export`, :mod:`.web`: the trained translator and language model
+                      as ONNX graphs, and page boxes that run them in the
+                      reader's browser
 - :mod:`.checkup`     ``doctor()``: a self-check of the set-up
 """
 
 from .architecture import architecture_svg
 from .checkup import doctor
-from .export import export_translator, rounded_to_float16
+from .export import (export_language_model, export_translator,
+                     rounded_to_float16)
 from .heads import head_confidence
 from .notebook import LiveLossPlot, claim, glue, report, show_source
 from .plotting import (plot_loss_curves, plot_positional_encoding,
                        show_heatmaps)
 from .switches import head_switches
 from .viz import AttentionExample, attention_view
-from .web import page_files_dir, saved_translator_path, translator_box
+from .web import (language_model_box, page_files_dir,
+                  saved_page_model_path, saved_translator_path,
+                  translator_box)
 from .widgets import figure_explorer
 
 __all__ = [
     "AttentionExample", "LiveLossPlot", "architecture_svg",
-    "attention_view", "claim", "doctor", "export_translator",
+    "attention_view", "claim", "doctor", "export_language_model",
+    "export_translator", "language_model_box",
     "figure_explorer", "glue", "head_confidence", "head_switches",
     "page_files_dir", "plot_loss_curves", "plot_positional_encoding",
-    "report", "rounded_to_float16", "saved_translator_path",
+    "report", "rounded_to_float16", "saved_page_model_path",
+    "saved_translator_path",
     "show_heatmaps", "show_source", "translator_box",
 ]

@@ -4,9 +4,9 @@
 // the first click; then ort.wasm.min.js, its .wasm and the two graphs come
 // from the book's own site: ort/ and the model's folder (translator/ or
 // everyday/) at its root (copied there from _extra/ by Sphinx's
-// html_extra_path).  A model in subwords also loads Hugging Face's
-// tokenizers.js (tokenizers/) and its tokenizer.json, the file Python's
-// tokenizers wrote.  Greedy decoding, as the library's greedy_decode: the
+// html_extra_path; onnx_page.js loads the runtime).  A model in subwords
+// also loads Hugging Face's tokenizers.js (tokenizers/) and its
+// tokenizer.json, the file Python's tokenizers wrote.  Greedy decoding, as the library's greedy_decode: the
 // decoder runs on <bos> + the tokens so far and the most likely next token
 // (never <pad> or <bos>) is appended, until <eos> or min(2 S + 5,
 // max_len - 1) steps (S: source tokens with <eos>).
@@ -32,38 +32,11 @@
     return text.split(" ").filter(t => t.length > 0);
   }
 
-  function siteRoot(fallback) {
-    // Sphinx pages load their scripts from <root>/_static/; use that root.
-    for (const s of document.querySelectorAll("script[src], link[href]")) {
-      const url = s.getAttribute("src") || s.getAttribute("href");
-      const at = url.indexOf("_static/");
-      if (at >= 0) return new URL(url.slice(0, at), document.baseURI).href;
-    }
-    return new URL(fallback, document.baseURI).href;
-  }
-
-  function loadScript(src) {
-    return new Promise((resolve, reject) => {
-      const s = document.createElement("script");
-      s.src = src;
-      s.onload = resolve;
-      s.onerror = () => reject(new Error("could not load " + src));
-      document.head.appendChild(s);
-    });
-  }
-
   const loads = new Map();  // one load per model and page, shared by its boxes
   function load(base, folder) {
     if (loads.has(folder)) return loads.get(folder);
     const loading = (async () => {
-      if (typeof WebAssembly !== "object") {
-        throw new Error("this browser has no WebAssembly, which the " +
-                        "translator needs");
-      }
-      if (!window.ort) await loadScript(base + "ort/ort.wasm.min.js");
-      const ort = window.ort;
-      ort.env.wasm.wasmPaths = base + "ort/";
-      ort.env.wasm.numThreads = 1;  // no cross-origin isolation needed
+      const ort = await window.tlOnnx.loadRuntime(base, "translator");
       const dir = base + folder + "/";
       const response = await fetch(dir + "translator.json");
       if (!response.ok) throw new Error("translator.json: HTTP " + response.status);
@@ -345,7 +318,7 @@
 
   window.tlTranslator = function (root, fallbackBase, options) {
     options = options || {};
-    const base = siteRoot(fallbackBase);
+    const base = window.tlOnnx.siteRoot(fallbackBase);
     const folder = options.model || "translator";
     const input = root.querySelector(".tl-tr-input");
     const button = root.querySelector(".tl-tr-button");

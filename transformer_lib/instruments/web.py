@@ -23,7 +23,7 @@ import json
 from importlib.resources import files
 from pathlib import Path
 
-from .._checks import check_flag
+from .._checks import check_count, check_flag, check_positive_int
 from .viz import _STYLE
 
 
@@ -38,32 +38,43 @@ def book_root() -> Path | None:
     return None
 
 
-MODELS = ("translator", "everyday")  # the page's model folders
+MODELS = ("translator", "everyday")  # the translators' folders
+PAGE_FOLDERS = MODELS + ("language_model",)
 
 
-def _check_model(model) -> str:
-    if model not in MODELS:
-        raise ValueError(f"model must be one of {MODELS}, got {model!r}")
+def _check_model(model, allowed=MODELS) -> str:
+    if model not in allowed:
+        raise ValueError(f"model must be one of {allowed}, got {model!r}")
     return model
 
 
 def page_files_dir(model: str = "translator") -> Path:
-    """Where an exported model goes for :func:`translator_box`:
+    """Where an exported model goes for the page's boxes:
     ``_extra/<model>`` of the book, which its build copies to the site's
     root where the page looks; elsewhere ``<model>_web`` beside the
     notebook.  ``model``: ``"translator"`` (chapter 8's own model, which
-    chapter 9's switches use) or ``"everyday"`` (the published model)."""
-    _check_model(model)
+    chapter 9's switches use), ``"everyday"`` (the published model) or
+    ``"language_model"`` (chapter 12's, for :func:`language_model_box`).
+    """
+    _check_model(model, PAGE_FOLDERS)
     root = book_root()
     return root / "_extra" / model if root else Path(f"{model}_web")
 
 
-def saved_translator_path() -> Path | None:
-    """Where chapter 8 saves the model the page runs, in the book's
-    sources (for chapter 9 and the browser tests; not published); None
-    outside them."""
+def saved_page_model_path(model: str) -> Path | None:
+    """Where a chapter saves the model a page box runs, as exported, in
+    the book's sources (for later chapters and the browser tests; not
+    published); None outside them.  ``model``: a folder of
+    :func:`page_files_dir`."""
+    _check_model(model, PAGE_FOLDERS)
     root = book_root()
-    return root / "_build" / "translator" / "exported.ckpt" if root else None
+    return root / "_build" / model / "exported.ckpt" if root else None
+
+
+def saved_translator_path() -> Path | None:
+    """Where chapter 8 saves the model its page runs (chapter 9 analyses
+    it): :func:`saved_page_model_path` ``("translator")``."""
+    return saved_page_model_path("translator")
 
 
 _BOX_STYLE = """<style>
@@ -100,14 +111,14 @@ class TranslatorBox:
     def _repr_html_(self) -> str:
         package = files(__package__)
         scripts = "\n".join(package.joinpath(name).read_text()
-                            for name in ("attention_view.js",
+                            for name in ("onnx_page.js",
+                                         "attention_view.js",
                                          "translator.js"))
         base = json.dumps(self.base)
         options = json.dumps({"ranking": self.ranking, "model": self.model}
                              ).replace("</", "<\\/")
-        key = (f"{self.example}\n{self.base}\n{self.switches}\n"
-               f"{self.model}").encode()
-        box_id = "tl-tr-" + hashlib.sha1(key).hexdigest()[:12]
+        box_id = _box_id("tl-tr", self.example, self.base, self.switches,
+                         self.model)
         return (f'{_STYLE}{_BOX_STYLE}<div class="tl-tr" id="{box_id}">'
                 f'<div class="tl-tr-row"><label>English '
                 f'<input class="tl-tr-input" type="text" '
@@ -117,17 +128,32 @@ class TranslatorBox:
                 f'</button></div>'
                 + ('<div class="tl-tr-switches"></div>' if self.switches
                    else '') +
-                f'<div class="tl-tr-output" aria-live="polite"></div>'
-                f'<div class="tl-tr-status" aria-live="polite">The model '
-                f'loads when you first press Translate.</div>'
-                f'<div class="tl-tr-view"></div></div>'
-                f'<script>{scripts}\n(function(){{'
-                f'function go(n){{var root=document.getElementById('
-                f'"{box_id}");if(root&&!root.tlReady){{root.tlReady=true;'
-                f'tlTranslator(root,{base},{options});}}'
-                f'else if(!root&&n<50){{'
-                f'setTimeout(function(){{go(n+1);}},100);}}}}go(0);}})();'
-                f'</script>')
+                '<div class="tl-tr-output" aria-live="polite"></div>'
+                '<div class="tl-tr-status" aria-live="polite">The model '
+                'loads when you first press Translate.</div>'
+                '<div class="tl-tr-view"></div></div>'
+                + _start_script(scripts, box_id,
+                                f"tlTranslator(root,{base},{options})"))
+
+
+def _box_id(prefix: str, *settings) -> str:
+    """An id for a box, the same for the same settings (so that a chapter
+    run again gives the same page)."""
+    key = "\n".join(map(str, settings)).encode()
+    return f"{prefix}-" + hashlib.sha1(key).hexdigest()[:12]
+
+
+def _start_script(scripts: str, box_id: str, call: str) -> str:
+    """The box's scripts, then ``call`` (which sees ``root``, the box)
+    once the box is in the page (a notebook may insert the output after
+    running its script)."""
+    return (f'<script>{scripts}\n(function(){{'
+            f'function go(n){{var root=document.getElementById('
+            f'"{box_id}");if(root&&!root.tlReady){{root.tlReady=true;'
+            f'{call};}}'
+            f'else if(!root&&n<50){{'
+            f'setTimeout(function(){{go(n+1);}},100);}}}}go(0);}})();'
+            f'</script>')
 
 
 def _checked_ranking(ranking) -> list | None:
@@ -173,3 +199,85 @@ def translator_box(example: str = "I am cold.", base: str = "../", *,
         raise ValueError("ranking is for the switches: pass switches=True")
     return TranslatorBox(example, base, switches, ranking,
                          _check_model(model))
+
+
+_LM_STYLE = """<style>
+.tl-lm{font:14px sans-serif;margin:.5em 0}
+.tl-lm-row{display:flex;gap:.8em;flex-wrap:wrap;align-items:center;
+ margin:.2em 0}
+.tl-lm-prompt{flex:1 1 18em;font:inherit;padding:.3em}
+.tl-lm-row input[type=number]{width:4.5em;font:inherit}
+.tl-lm-output{font:1.1em monospace;margin:.4em 0;min-height:1.4em;
+ white-space:pre-wrap}
+.tl-lm-given{opacity:.6}
+.tl-lm-status{opacity:.8;min-height:1.3em}
+</style>"""
+
+
+def _attribute(x) -> str:
+    return html.escape(str(x), quote=True)
+
+
+class LanguageModelBox:
+    """The sampler as an HTML output (``_repr_html_``)."""
+
+    def __init__(self, prompt: str, temperature: float, top_k, seed: int,
+                 base: str):
+        self.prompt, self.temperature = prompt, temperature
+        self.top_k, self.seed, self.base = top_k, seed, base
+
+    def _repr_html_(self) -> str:
+        package = files(__package__)
+        scripts = "\n".join(package.joinpath(name).read_text()
+                            for name in ("onnx_page.js",
+                                         "language_model.js"))
+        box_id = _box_id("tl-lm", self.prompt, self.temperature,
+                         self.top_k, self.seed, self.base)
+        return (f'{_LM_STYLE}<div class="tl-lm" id="{box_id}">'
+                f'<div class="tl-lm-row"><label>Prompt '
+                f'<input class="tl-lm-prompt" type="text" '
+                f'value="{_attribute(self.prompt)}" aria-label="prompt">'
+                f'</label><button class="tl-lm-button" type="button">'
+                f'Write</button></div>'
+                f'<div class="tl-lm-row"><label>temperature '
+                f'<input class="tl-lm-temperature" type="range" min="0" '
+                f'max="2" step="0.1" value="{_attribute(self.temperature)}" '
+                f'aria-label="temperature"> '
+                f'<span class="tl-lm-temperature-value"></span></label>'
+                f'<label>top-k <input class="tl-lm-top-k" type="number" '
+                f'min="0" step="1" value="{_attribute(self.top_k or 0)}" '
+                f'aria-label="top-k, 0 for all"></label>'
+                f'<label>seed <input class="tl-lm-seed" type="number" '
+                f'min="0" step="1" value="{_attribute(self.seed)}" '
+                f'aria-label="seed"></label></div>'
+                f'<div class="tl-lm-output" aria-live="polite"></div>'
+                f'<div class="tl-lm-status" aria-live="polite">The model '
+                f'loads when you first press Write.</div></div>'
+                + _start_script(scripts, box_id,
+                                f"tlLanguageModel(root,"
+                                f"{json.dumps(self.base)})"))
+
+
+def language_model_box(prompt: str = "", *, temperature: float = 0.8,
+                       top_k: int | None = None, seed: int = 0,
+                       base: str = "../") -> LanguageModelBox:
+    """A box that samples chapter 12's language model in the reader's
+    browser, as :func:`~transformer_lib.translation.generate` does in
+    Python (the same seed and settings give the same characters, up to
+    float32's rounding): a prompt, a temperature (0: greedy), top-k and a
+    seed, set to these values.  The model, exported by
+    :func:`~transformer_lib.instruments.export.export_language_model`
+    into :func:`page_files_dir` ``("language_model")``, loads on the first
+    click.  ``base`` as for :func:`translator_box`."""
+    if not isinstance(prompt, str):
+        raise TypeError(f"prompt must be a string, got "
+                        f"{type(prompt).__name__}")
+    if (isinstance(temperature, bool)
+            or not isinstance(temperature, (int, float))
+            or not 0 <= temperature <= 2):
+        raise ValueError(f"temperature must be a number in [0, 2] (0: "
+                         f"greedy), got {temperature!r}")
+    if top_k is not None:
+        check_positive_int("top_k", top_k)
+    check_count("seed", seed)
+    return LanguageModelBox(prompt, temperature, top_k, seed, base)
