@@ -156,6 +156,9 @@ def test_the_page_samples_as_the_library_does(lm_page):
     assert state["result"]["ids"] == want, (state["result"]["text"], vocab.decode(want))
     assert state["output"] == "Where is" + state["result"]["text"]
     loaded = len(received)
+    shots = ROOT / "_build" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    box.screenshot(path=str(shots / "12_gpt-in-browser.png"))
 
     counts = compare_samples(model, vocab, box, seeds=[0, 1, 2, 3])
     assert counts["equal"] >= 0.9 * (counts["equal"] + len(counts["partings"]))
