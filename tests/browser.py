@@ -113,6 +113,35 @@ def offline_book(html: Path, user_data_dir: Path, timeout_ms: int = 30_000):
 
 
 # --- tl.instruments.viz.attention_view in a page (the built book and the live front-ends) -------------------
+@contextmanager
+def recorded_book(html: Path, user_data_dir: Path, timeout_ms: int = 60_000):
+    """:func:`offline_book`, and what its page did: ``(server, routes, page, received, errors)``,
+    ``received`` the ``(url, bytes, bytes gzip-compressed)`` of every response (what a static
+    host that compresses sends), ``errors`` the page's uncaught errors."""
+    import gzip
+
+    with offline_book(html, user_data_dir, timeout_ms) as (server, routes, page):
+        received, errors = [], []
+        page.on("response", lambda r: received.append(
+            (r.url, *((len(r.body()), len(gzip.compress(r.body(), 6))) if r.ok else (0, 0)))))
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        yield server, routes, page, received, errors
+
+
+def saved_by_chapter(path: Path, chapter: str):
+    """``load_checkpoint`` of the model a chapter saved for these tests (the one its page runs):
+    a failure on CI when missing (the book build writes it), a skip elsewhere."""
+    import pytest
+
+    from transformer_lib.translation.checkpoint import load_checkpoint
+
+    if not path.is_file():
+        if os.environ.get("CI"):
+            pytest.fail(f"{path} is missing: {chapter} writes it in the book build")
+        pytest.skip(f"no {path.name} from {chapter}: build the book (`make book`)")
+    return load_checkpoint(path)
+
+
 VISIBLE_LINES = """view => Array.from(view.querySelectorAll('.tl-av-head-view line'))
     .filter(l => l.style.display !== 'none')
     .map(l => [+l.dataset.head, +l.dataset.query, +l.dataset.key, l.getAttribute('stroke-opacity')])"""

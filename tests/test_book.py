@@ -41,6 +41,13 @@ KNOWN_HARMLESS = {
     # pydata-sphinx-theme, on a fresh profile with no stored light/dark preference.
     "theme mode": re.compile(r"Got invalid theme mode"),
 }
+
+
+def not_known_harmless(errors) -> list:
+    """The page errors that :data:`KNOWN_HARMLESS` does not explain: ours."""
+    return [e for e in errors if not any(rx.search(e) for rx in KNOWN_HARMLESS.values())]
+
+
 FONT_404 = re.compile(r"/@jupyter-widgets/html-manager/dist/[0-9a-f]+\.(woff2?|ttf|eot|svg)$")
 
 
@@ -120,7 +127,7 @@ def _visit(page, url):
         page.remove_listener("console", on_console)
         page.remove_listener("pageerror", on_error)
         page.remove_listener("response", on_response)
-    return [e for e in errors if not any(rx.search(e) for rx in KNOWN_HARMLESS.values())]
+    return not_known_harmless(errors)
 
 
 def test_every_page_loads_without_javascript_errors(browser_page):

@@ -12,14 +12,12 @@ files (3 MB gzip-compressed), not the time a click takes."""
 
 from __future__ import annotations
 
-import gzip
-import os
 
 import pytest
 import torch
 
-from browser import ROOT, offline_book, require_chromium
-from test_book import KNOWN_HARMLESS, _built
+from browser import ROOT, recorded_book, require_chromium, saved_by_chapter
+from test_book import _built, not_known_harmless
 
 pytestmark = pytest.mark.book
 
@@ -32,18 +30,8 @@ SETTINGS = [  # (temperature, top_k): 0 is greedy
 PROMPTS = ["", "I ", "Where is the ", "Tom wants to", "ÉCOLE 😀 ünïcode"]
 
 
-def _ours(errors):
-    return [e for e in errors if not any(rx.search(e) for rx in KNOWN_HARMLESS.values())]
-
-
 def _reference():
-    from transformer_lib.translation.checkpoint import load_checkpoint
-
-    if not CHECKPOINT.is_file():
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHECKPOINT} is missing: chapter 12 writes it in the book build")
-        pytest.skip("no exported language model: build the book (`make book`)")
-    model, vocab, _, _ = load_checkpoint(CHECKPOINT)
+    model, vocab, _, _ = saved_by_chapter(CHECKPOINT, "chapter 12")
     return model, vocab
 
 
@@ -111,14 +99,10 @@ def compare_samples(model, vocab, box, seeds) -> dict:
 def lm_page(tmp_path_factory):
     require_chromium()
     profile = tmp_path_factory.mktemp("chromium-language-model")
-    with offline_book(_built(), profile, timeout_ms=60_000) as (server, routes, page):
-        received = []       # (url, bytes, bytes gzip-compressed) of every response
-        errors = []
-        page.on("response", lambda r: received.append(
-            (r.url, *((len(r.body()), len(gzip.compress(r.body(), 6))) if r.ok else (0, 0)))))
-        page.on("pageerror", lambda e: errors.append(str(e)))
+    with recorded_book(_built(), profile) as recorded:
+        server, routes, page, received, errors = recorded
         page.goto(server.url + PAGE, wait_until="networkidle")
-        yield server, routes, page, received, errors
+        yield recorded
 
 
 def _click(page, box, prompt, temperature, top_k, seed):
@@ -165,7 +149,7 @@ def test_the_page_samples_as_the_library_does(lm_page):
 
     assert len(received) == loaded        # the model loaded once
     assert not routes.refused, routes.refused
-    assert not _ours(errors), errors
+    assert not not_known_harmless(errors), errors
     print(f"\nlanguage model box: {counts['equal']} samples equal to the library's, "
           f"{len(counts['partings'])} parted at a float32 boundary "
           f"{counts['partings']}; the first click transferred {total_gzip / 1e6:.2f} MB "
@@ -242,4 +226,4 @@ def test_a_clear_message_when_the_sampler_cannot_run(lm_page, failure):
     assert status.startswith("The language model could not run here")
     assert {"no WebAssembly": "WebAssembly", "model missing": "language_model.json"}[failure] \
         in status
-    assert not _ours(page_errors), page_errors
+    assert not not_known_harmless(page_errors), page_errors

@@ -17,15 +17,13 @@ measures the clicks, with the host's matrix-product speed beside them."""
 
 from __future__ import annotations
 
-import gzip
-import os
 import time
 
 import numpy as np
 import pytest
 
-from browser import ROOT, offline_book, require_chromium
-from test_book import KNOWN_HARMLESS, _built
+from browser import ROOT, recorded_book, require_chromium, saved_by_chapter
+from test_book import _built, not_known_harmless
 
 pytestmark = pytest.mark.book
 
@@ -45,31 +43,16 @@ def _model_files(received):
             if any(part in url for part in ("/ort/", "/tokenizers/", "/translator/", "/everyday/"))]
 
 
-def _ours(errors):
-    return [e for e in errors if not any(rx.search(e) for rx in KNOWN_HARMLESS.values())]
-
-
 def _reference():
-    from transformer_lib.translation.checkpoint import load_checkpoint
-
-    if not CHECKPOINT.is_file():
-        if os.environ.get("CI"):
-            pytest.fail(f"{CHECKPOINT} is missing: chapter 8 writes it in the book build")
-        pytest.skip("no exported model: build the book (`make book`)")
-    return load_checkpoint(CHECKPOINT)
+    return saved_by_chapter(CHECKPOINT, "chapter 8")
 
 
 @pytest.fixture(scope="module")
 def translator_page(tmp_path_factory):
     require_chromium()
     profile = tmp_path_factory.mktemp("chromium-translator")
-    with offline_book(_built(), profile, timeout_ms=60_000) as (server, routes, page):
-        received = []       # (url, bytes, bytes gzip-compressed) of every response
-        errors = []
-        page.on("response", lambda r: received.append(
-            (r.url, *((len(r.body()), len(gzip.compress(r.body(), 6))) if r.ok else (0, 0)))))
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        yield server, routes, page, received, errors
+    with recorded_book(_built(), profile) as recorded:
+        yield recorded
 
 
 def _translate(page, box, sentence):
@@ -145,7 +128,7 @@ def test_the_word_models_page_translates_like_the_library(translator_page):
 
     assert not _model_files(received[loaded:]), _model_files(received[loaded:])  # loaded once
     assert not routes.refused, routes.refused
-    assert not _ours(errors), errors
+    assert not not_known_harmless(errors), errors
     runtime = {u.rsplit("/", 1)[-1]: size for u, size, _ in received
                if "/ort/" in u or "/translator/" in u}
     print(f"\nbytes before the first click: {before:,}; after the first translation: "
@@ -179,7 +162,7 @@ def test_a_clear_message_when_the_translator_cannot_run(translator_page, failure
     expected = {"no WebAssembly": "WebAssembly", "runtime missing": "ort.wasm.min.js",
                 "model missing": "translator.json"}[failure]
     assert expected in status
-    assert not _ours(page_errors), page_errors
+    assert not not_known_harmless(page_errors), page_errors
 
 
 def test_the_page_never_writes_pad_or_bos(translator_page, tmp_path):
@@ -377,7 +360,7 @@ def test_the_switches_translate_like_intervene(translator_page):
     assert not _model_files(received[loaded:]), _model_files(received[loaded:])
     assert box.evaluate("b => b.tlModel === window.tlFirstModel")
     assert not routes.refused, routes.refused
-    assert not _ours(errors), errors
+    assert not not_known_harmless(errors), errors
 
 
 # Chapter 8's box: the published everyday model, in subwords.
@@ -500,4 +483,4 @@ def test_the_everyday_box_tokenizes_and_translates_like_the_library(translator_p
           f"first click {first_seconds:.2f} s")
     print("\n".join(f"  {s} => {everyday[s]}" for s in EVERYDAY))
     assert not routes.refused, routes.refused
-    assert not _ours(errors), errors
+    assert not not_known_harmless(errors), errors
