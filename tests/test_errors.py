@@ -154,6 +154,12 @@ CASES.update({
         (lambda: language_model_box("I", temperature=-0.5), ValueError, "temperature must be"),
     "a language model box's temperature as text":
         (lambda: language_model_box("I", temperature="hot"), ValueError, "temperature must be"),
+    "a language model box's temperature between the slider's steps":
+        (lambda: language_model_box("I", temperature=0.85), ValueError, "steps of 0.1"),
+    "a language model box's prompt on two lines":
+        (lambda: language_model_box("I am\nhere"), ValueError, "one line"),
+    "a language model box's seed beyond JavaScript's whole numbers":
+        (lambda: language_model_box("I", seed=2 ** 53), ValueError, "below 2"),
     "a language model box with top-k 0":
         (lambda: language_model_box("I", top_k=0), ValueError, "top_k"),
     "a language model box with a negative seed":

@@ -251,7 +251,8 @@ def export_language_model(model, vocab: Vocab, directory, *,
     ``language_model.json`` (its characters or tokens, the special ids,
     ``max_len``, checksums) into ``directory``.  ``weights`` as for
     :func:`export_translator`.  The model returned computes what the
-    file computes (rotations in complex numbers, the same values)."""
+    file computes, up to float32's rounding (its rotations in complex
+    numbers, the file's in real ones)."""
     _check_weights(weights)
     if len(vocab) != model.vocab_size:
         raise ValueError(f"vocab has {len(vocab)} tokens but the model's "

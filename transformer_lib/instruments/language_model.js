@@ -117,6 +117,9 @@
     return out.join("");
   }
 
+  // A prompt that leaves the model no position to write in.
+  class PromptTooLong extends Error {}
+
   // generate(model, [<eos>] + prompt, max_len - 1 - len(prompt), sampler,
   // seed=seed, stop_id=<eos>): the new ids.
   async function generate(model, prompt, settings) {
@@ -124,8 +127,10 @@
     const ids = [config.eos_id, ...encode(model, prompt)];
     const steps = config.max_len - ids.length;
     if (steps < 1) {
-      throw new RangeError(`the model reads at most ${config.max_len - 1} ` +
-                           "characters after <eos>: shorten the prompt");
+      throw new PromptTooLong(
+        `the model has ${config.max_len} positions, for <eos>, the prompt ` +
+        `and what it writes: at most ${config.max_len - 2} characters of ` +
+        `prompt, and this one has ${ids.length - 1}`);
     }
     const uniform = xorshift32(settings.seed);
     const promptIds = ids.slice(1), written = [];
@@ -142,23 +147,24 @@
             ended: written[written.length - 1] === config.eos_id};
   }
 
-  // The controls' values -> settings; null and a message where one is not
-  // a value the library's Sampler accepts.
+  // The controls' values -> {settings}, or {error} where one is not a value
+  // the library's Sampler and Xorshift32 accept (a seed beyond 2^53 would
+  // not survive JavaScript's numbers).
   function readSettings(root) {
     const value = name => root.querySelector(".tl-lm-" + name).value.trim();
     const temperature = Number(value("temperature"));
-    const k = value("top-k"), seed = Number(value("seed"));
-    const topK = k === "" || k === "0" ? null : Number(k);
-    if (!(temperature >= 0 && temperature <= 10)) {
-      return {error: "The temperature must be a number from 0 (greedy) to 10."};
+    const k = value("top-k"), seed = value("seed");
+    const topK = k === "" || Number(k) === 0 ? null : Number(k);
+    if (!(temperature >= 0 && temperature <= 2)) {
+      return {error: "The temperature must be a number from 0 (greedy) to 2."};
     }
     if (topK !== null && !(Number.isInteger(topK) && topK >= 1)) {
       return {error: "Top-k must be a whole number of 1 or more (empty or 0: all)."};
     }
-    if (!(Number.isInteger(seed) && seed >= 0)) {
-      return {error: "The seed must be a whole number of 0 or more."};
+    if (!(seed !== "" && Number.isSafeInteger(Number(seed)) && Number(seed) >= 0)) {
+      return {error: "The seed must be a whole number from 0 to 2^53 - 1."};
     }
-    return {settings: {temperature, topK, topP: 1, seed}};
+    return {settings: {temperature, topK, topP: 1, seed: Number(seed)}};
   }
 
   window.tlLanguageModel = function (root, fallbackBase, options) {
@@ -182,35 +188,47 @@
       if (running) return;
       running = true;
       button.disabled = true;
-      const started = performance.now();
+      root.tlError = null;
       try {
         const read = readSettings(root);
-        if (read.error) { status.textContent = read.error; return; }
+        if (read.error) {
+          output.textContent = "";
+          root.tlResult = null;
+          status.textContent = read.error;
+          return;
+        }
         status.textContent = loads.has(folder) ? "Writing…" :
           "Loading the model and ONNX Runtime Web (once)…";
+        const loading = performance.now();
         const model = await load(base, folder);
         root.tlModel = model;
         status.textContent = "Writing…";
+        const started = performance.now();
         const result = await generate(model, prompt.value, read.settings);
         result.settings = read.settings;
-        result.ms = performance.now() - started;
+        result.ms = performance.now() - started;       // the sampling alone
+        result.loadMs = started - loading;             // 0 after the first
         root.tlResult = result;
         output.textContent = "";
         const given = document.createElement("span");
         given.className = "tl-lm-given";
         given.textContent = decode(model, result.promptIds);
         output.append(given, result.text);
-        status.textContent = `${result.ids.length} characters in ` +
+        const characters = result.ids.length - (result.ended ? 1 : 0);
+        status.textContent = `${characters} characters in ` +
           `${Math.round(result.ms)} ms` + (result.ended ? ", then <eos>."
           : `: the model's ${model.config.max_len} positions are full.`);
       } catch (err) {
         root.tlError = String(err && err.message || err);
-        status.textContent = err instanceof RangeError
+        output.textContent = "";
+        root.tlResult = null;
+        status.textContent = err instanceof PromptTooLong
           ? "The prompt is too long: " + root.tlError + "."
           : "The language model could not run here: " + root.tlError +
-            ". It needs the built book's files (ort/ and " + folder +
-            "/ at its root); in a notebook, sample with " +
-            "transformer_lib.translation.generate.";
+            (typeof WebAssembly !== "object" ? "."
+              : ". It needs the built book's files (ort/ and " + folder +
+                "/ at its root); in a notebook, sample with " +
+                "transformer_lib.translation.generate.");
       } finally {
         button.disabled = false;
         running = false;

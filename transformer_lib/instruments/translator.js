@@ -6,10 +6,10 @@
 // everyday/) at its root (copied there from _extra/ by Sphinx's
 // html_extra_path; onnx_page.js loads the runtime).  A model in subwords
 // also loads Hugging Face's tokenizers.js (tokenizers/) and its
-// tokenizer.json, the file Python's tokenizers wrote.  Greedy decoding, as the library's greedy_decode: the
-// decoder runs on <bos> + the tokens so far and the most likely next token
-// (never <pad> or <bos>) is appended, until <eos> or min(2 S + 5,
-// max_len - 1) steps (S: source tokens with <eos>).
+// tokenizer.json, the file Python's tokenizers wrote.  Greedy decoding, as
+// the library's greedy_decode: the decoder runs on <bos> + the tokens so far
+// and the most likely next token (never <pad> or <bos>) is appended, until
+// <eos> or min(2 S + 5, max_len - 1) steps (S: source tokens with <eos>).
 (function () {
   "use strict";
   if (window.tlTranslator) return;

@@ -262,22 +262,33 @@ def language_model_box(prompt: str = "", *, temperature: float = 0.8,
                        top_k: int | None = None, seed: int = 0,
                        base: str = "../") -> LanguageModelBox:
     """A box that samples chapter 12's language model in the reader's
-    browser, as :func:`~transformer_lib.translation.generate` does in
-    Python (the same seed and settings give the same characters, up to
-    float32's rounding): a prompt, a temperature (0: greedy), top-k and a
-    seed, set to these values.  The model, exported by
+    browser: a prompt (one line), a temperature on a slider from 0
+    (greedy) to 2 in steps of 0.1, top-k (``None``: all) and a seed (below
+    2^53, which JavaScript's numbers hold exactly), set to these values.
+    The model, exported by
     :func:`~transformer_lib.instruments.export.export_language_model`
     into :func:`page_files_dir` ``("language_model")``, loads on the first
-    click.  ``base`` as for :func:`translator_box`."""
+    click; the box then writes what
+    :func:`~transformer_lib.translation.generate` writes with the exported
+    (float16-rounded) model for the same prompt, seed and settings, up to
+    float32's rounding.  ``base`` as for :func:`translator_box`."""
     if not isinstance(prompt, str):
         raise TypeError(f"prompt must be a string, got "
                         f"{type(prompt).__name__}")
+    if "\n" in prompt or "\r" in prompt:
+        raise ValueError("prompt must be one line (the box's text field "
+                         "drops line breaks)")
     if (isinstance(temperature, bool)
             or not isinstance(temperature, (int, float))
-            or not 0 <= temperature <= 2):
-        raise ValueError(f"temperature must be a number in [0, 2] (0: "
-                         f"greedy), got {temperature!r}")
+            or not 0 <= temperature <= 2
+            or abs(temperature * 10 - round(temperature * 10)) > 1e-9):
+        raise ValueError(f"temperature must be one of the slider's values, "
+                         f"0 (greedy) to 2 in steps of 0.1, got "
+                         f"{temperature!r}")
     if top_k is not None:
         check_positive_int("top_k", top_k)
     check_count("seed", seed)
+    if seed >= 2 ** 53:
+        raise ValueError(f"seed must be below 2**53 (JavaScript's numbers "
+                         f"hold no larger whole number exactly), got {seed}")
     return LanguageModelBox(prompt, temperature, top_k, seed, base)
