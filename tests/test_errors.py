@@ -24,6 +24,7 @@ from transformer_lib.model import DecoderOnlyConfig, DecoderOnlyTransformer
 from transformer_lib.translation import autocast_dtype, bootstrap_bleu, precision_name
 from transformer_lib.translation.translate import decode_ids, evaluate_bleu, held_out_bleu
 from transformer_lib.translation.decoding import gnmt_length_penalty
+from transformer_lib.translation.training import learning_rate
 
 D, H = 16, 4
 mha = tl.MultiHeadAttention(D, H)
@@ -104,6 +105,14 @@ CASES = {
     "FFN with zero inputs (not the default)":
         (lambda: tl.PositionWiseFFN(32, D, num_inputs=0), ValueError, "num_inputs"),
     "AddNorm with different shapes": (lambda: tl.AddNorm(D)(X, X[:, :3]), ValueError, "X .* and Y"),
+    "AddNorm over zero features": (lambda: tl.AddNorm(0), ValueError, "norm_shape must be a positive"),
+    "AddNorm's width as text": (lambda: tl.AddNorm("16"), ValueError, "norm_shape must be a positive"),
+    "BatchNorm's AddNorm over two axes":
+        (lambda: tl.AddNorm((4, D), norm="batch"), ValueError, "one int .* norm='batch'"),
+    "attention's bias as text":
+        (lambda: tl.MultiHeadAttention(D, H, bias="no"), TypeError, "bias must be True or False"),
+    "a negative step into the schedule":
+        (lambda: learning_rate(TrainConfig(epochs=1), -1, 0.0), ValueError, "step must be an int >= 0"),
     "config with heads not dividing hiddens":
         (lambda: tl.TransformerConfig(10, 10, num_hiddens=30, num_heads=4), ValueError, "num_heads"),
     "config with zero blocks":

@@ -28,6 +28,7 @@ class AddNorm(nn.Module):
         if norm not in ("layer", "batch"):
             raise ValueError(f"norm must be 'layer' or 'batch', "
                              f"got {norm!r}")
+        check_norm_shape(norm_shape, norm)
         self.norm = norm
         self.dropout = nn.Dropout(dropout)
         if norm == "layer":
@@ -48,3 +49,18 @@ class AddNorm(nn.Module):
             return self.ln(Z)
         # BatchNorm1d wants the features on axis 1: (B, d, T)
         return self.bn(Z.transpose(1, -1)).transpose(1, -1)
+
+
+def check_norm_shape(norm_shape, norm: str) -> None:
+    """The normalised features: d (a positive int), or for LayerNorm a
+    tuple of positive ints, the last axes of X (BatchNorm normalises one
+    feature axis, so it takes an int)."""
+    shape = norm_shape if isinstance(norm_shape, (tuple, list)) else (
+        norm_shape,)
+    if norm == "batch" and len(shape) != 1:
+        raise ValueError(f"norm_shape must be one int (the features) for "
+                         f"norm='batch', got {norm_shape!r}")
+    if not shape or not all(isinstance(n, int) and not isinstance(n, bool)
+                            and n > 0 for n in shape):
+        raise ValueError(f"norm_shape must be a positive int (d) or a "
+                         f"tuple of them, got {norm_shape!r}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._checks import (check_heads_divide, check_positive_int,
+from .._checks import (check_flag, check_heads_divide, check_positive_int,
                       check_rows_match, check_tensor, size_or)
 from .attention import DotProductAttention
 from .positional import RotaryEmbedding
@@ -102,6 +102,7 @@ class MultiHeadAttention(nn.Module):
                  value_size: int | None = None):
         super().__init__()
         check_heads_divide(num_hiddens, num_heads)
+        check_flag("bias", bias)
         self.num_hiddens, self.num_heads = num_hiddens, num_heads
         self.query_size = size_or("query_size", query_size, num_hiddens)
         self.key_size = size_or("key_size", key_size, num_hiddens)

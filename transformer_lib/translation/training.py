@@ -316,6 +316,7 @@ def learning_rate(config: TrainConfig, step: int, progress: float) -> float:
       = (d s_warm)^-1/2 this is eq. (3) of Vaswani et al. (2017),
       d^-1/2 min(s^-1/2, s s_warm^-3/2) (tested).
     """
+    check_count("step", step)
     s, s_warm = step + 1, max(1, config.warmup_steps)
     warm = min(1.0, s / s_warm)
     if config.schedule == "constant":
