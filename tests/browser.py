@@ -128,6 +128,28 @@ def recorded_book(html: Path, user_data_dir: Path, timeout_ms: int = 60_000):
         yield server, routes, page, received, errors
 
 
+def status_when_missing(context, url: str, box: str, missing: str | None):
+    """Open ``url`` in a new page of ``context`` with something a page box needs taken away
+    (``missing``: a glob of files answered 404, or ``None`` for no WebAssembly), press the box's
+    button (``{box}-button`` inside the first ``box``) and wait for the click to end.  Returns
+    the box's status line (``{box}-status``) and the page's uncaught errors."""
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    if missing is None:
+        page.add_init_script("delete window.WebAssembly;")
+    else:
+        page.route(missing, lambda route: route.fulfill(status=404, body=b""))
+    try:
+        page.goto(url, wait_until="networkidle")
+        root = page.locator(box)
+        root.locator(f"{box}-button").click()
+        page.wait_for_function("b => (b.tlDone || 0) > 0", arg=root.element_handle())
+        return root.locator(f"{box}-status").inner_text(), errors
+    finally:
+        page.close()
+
+
 def saved_by_chapter(path: Path, chapter: str):
     """``load_checkpoint`` of the model a chapter saved for these tests (the one its page runs):
     a failure on CI when missing (the book build writes it), a skip elsewhere."""

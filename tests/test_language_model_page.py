@@ -17,7 +17,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from browser import ROOT, recorded_book, require_chromium, saved_by_chapter
+from browser import (ROOT, recorded_book, require_chromium, saved_by_chapter,
+                     status_when_missing)
 from test_book import _built, not_known_harmless
 
 pytestmark = pytest.mark.book
@@ -219,21 +220,9 @@ def test_the_page_says_what_is_wrong(lm_page):
 @pytest.mark.parametrize("failure", ["no WebAssembly", "model missing"])
 def test_a_clear_message_when_the_sampler_cannot_run(lm_page, failure):
     server, routes, page, received, errors = lm_page
-    other = page.context.new_page()
-    page_errors = []
-    other.on("pageerror", lambda e: page_errors.append(str(e)))
-    if failure == "no WebAssembly":
-        other.add_init_script("delete window.WebAssembly;")
-    else:
-        other.route("**/language_model.json", lambda route: route.fulfill(status=404, body=b""))
-    try:
-        other.goto(server.url + PAGE, wait_until="networkidle")
-        box = other.locator(".tl-lm")
-        box.locator(".tl-lm-button").click()
-        other.wait_for_function("b => (b.tlDone || 0) > 0", arg=box.element_handle())
-        status = box.locator(".tl-lm-status").inner_text()
-    finally:
-        other.close()
+    missing = {"no WebAssembly": None, "model missing": "**/language_model.json"}[failure]
+    status, page_errors = status_when_missing(page.context, server.url + PAGE, ".tl-lm",
+                                              missing)
     assert status.startswith("The language model could not run here")
     assert {"no WebAssembly": "WebAssembly", "model missing": "language_model.json"}[failure] \
         in status

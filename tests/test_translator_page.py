@@ -22,7 +22,8 @@ import time
 import numpy as np
 import pytest
 
-from browser import ROOT, recorded_book, require_chromium, saved_by_chapter
+from browser import (ROOT, recorded_book, require_chromium, saved_by_chapter,
+                     status_when_missing)
 from test_book import _built, not_known_harmless
 
 pytestmark = pytest.mark.book
@@ -141,23 +142,10 @@ def test_the_word_models_page_translates_like_the_library(translator_page):
 @pytest.mark.parametrize("failure", ["no WebAssembly", "runtime missing", "model missing"])
 def test_a_clear_message_when_the_translator_cannot_run(translator_page, failure):
     server, routes, page, received, errors = translator_page
-    context = page.context
-    other = context.new_page()
-    page_errors = []
-    other.on("pageerror", lambda e: page_errors.append(str(e)))
-    if failure == "no WebAssembly":
-        other.add_init_script("delete window.WebAssembly;")
-    else:
-        missing = "**/ort/*" if failure == "runtime missing" else "**/translator.json"
-        other.route(missing, lambda route: route.fulfill(status=404, body=b""))
-    try:
-        other.goto(server.url + PAGE, wait_until="networkidle")
-        box = other.locator(".tl-tr")
-        box.locator(".tl-tr-button").click()
-        other.wait_for_function("b => (b.tlDone || 0) > 0", arg=box.element_handle())
-        status = box.locator(".tl-tr-status").inner_text()
-    finally:
-        other.close()
+    missing = {"no WebAssembly": None, "runtime missing": "**/ort/*",
+               "model missing": "**/translator.json"}[failure]
+    status, page_errors = status_when_missing(page.context, server.url + PAGE, ".tl-tr",
+                                              missing)
     assert status.startswith("The translator could not run here")
     expected = {"no WebAssembly": "WebAssembly", "runtime missing": "ort.wasm.min.js",
                 "model missing": "translator.json"}[failure]

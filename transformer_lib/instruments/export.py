@@ -47,6 +47,9 @@ CONFIG_FILE = "translator.json"
 TOKENIZER_FILE = "tokenizer.json"  # a subword vocabulary's, for the page
 LM_FILE = "next_token.onnx"        # the language model's
 LM_CONFIG_FILE = "language_model.json"
+# the ids every vocabulary gives its special tokens, as the pages read them
+SPECIAL_IDS = {"pad_id": Vocab.pad, "bos_id": Vocab.bos,
+               "eos_id": Vocab.eos, "unk_id": Vocab.unk}
 WEIGHT_FORMATS = ("int8", "float16", "float32")
 OPSET = 17
 
@@ -181,9 +184,7 @@ def export_translator(model, src_vocab: Vocab, tgt_vocab: Vocab,
     config = getattr(exported, "config", None)
     settings = {
         "format": 1,
-        "special_tokens": list(SPECIAL_TOKENS),
-        "pad_id": Vocab.pad, "bos_id": Vocab.bos, "eos_id": Vocab.eos,
-        "unk_id": Vocab.unk,
+        "special_tokens": list(SPECIAL_TOKENS), **SPECIAL_IDS,
         "max_len": getattr(config, "max_len", None),
         "num_blocks": len(exported.decoder.blks),
         "num_enc_blocks": len(exported.encoder.blks),
@@ -267,9 +268,8 @@ def export_language_model(model, vocab: Vocab, directory, *,
     _store_weights(directory / LM_FILE, weights, matrices)
     files = {LM_FILE: (directory / LM_FILE).stat().st_size}
     settings = {
-        "format": 1, "tokens": vocab.idx_to_token,
-        "pad_id": Vocab.pad, "bos_id": Vocab.bos, "eos_id": Vocab.eos,
-        "unk_id": Vocab.unk, "max_len": exported.config.max_len,
+        "format": 1, "tokens": vocab.idx_to_token, **SPECIAL_IDS,
+        "max_len": exported.config.max_len,
         "weights": weights, "files": _checksums(directory, files),
     }
     files[LM_CONFIG_FILE] = _write_json(directory / LM_CONFIG_FILE,

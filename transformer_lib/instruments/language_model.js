@@ -78,12 +78,13 @@
     return sampled(logits, settings.temperature, settings.topK, settings.topP);
   }
 
-  const loads = new Map();  // one load per folder and page
-  function load(base, folder) {
-    if (loads.has(folder)) return loads.get(folder);
-    const loading = (async () => {
+  const FOLDER = "language_model";   // at the site's root
+  let loading = null;   // one load per page, shared by its boxes
+  function load(base) {
+    if (loading) return loading;
+    loading = (async () => {
       const ort = await window.tlOnnx.loadRuntime(base, "language model");
-      const dir = base + folder + "/";
+      const dir = base + FOLDER + "/";
       const response = await fetch(dir + "language_model.json");
       if (!response.ok) {
         throw new Error("language_model.json: HTTP " + response.status);
@@ -95,8 +96,7 @@
       const index = new Map(config.tokens.map((t, i) => [t, i]));
       return {ort, config, session, index};
     })();
-    loads.set(folder, loading);
-    loading.catch(() => { loads.delete(folder); });
+    loading.catch(() => { loading = null; });  // a later click retries
     return loading;
   }
 
@@ -167,10 +167,8 @@
     return {settings: {temperature, topK, topP: 1, seed: Number(seed)}};
   }
 
-  window.tlLanguageModel = function (root, fallbackBase, options) {
-    options = options || {};
+  window.tlLanguageModel = function (root, fallbackBase) {
     const base = window.tlOnnx.siteRoot(fallbackBase);
-    const folder = options.model || "language_model";
     const button = root.querySelector(".tl-lm-button");
     const status = root.querySelector(".tl-lm-status");
     const output = root.querySelector(".tl-lm-output");
@@ -197,17 +195,17 @@
           status.textContent = read.error;
           return;
         }
-        status.textContent = loads.has(folder) ? "Writing…" :
+        status.textContent = loading ? "Writing…" :
           "Loading the model and ONNX Runtime Web (once)…";
-        const loading = performance.now();
-        const model = await load(base, folder);
+        const loadStart = performance.now();
+        const model = await load(base);
         root.tlModel = model;
         status.textContent = "Writing…";
         const started = performance.now();
         const result = await generate(model, prompt.value, read.settings);
         result.settings = read.settings;
         result.ms = performance.now() - started;       // the sampling alone
-        result.loadMs = started - loading;             // 0 after the first
+        result.loadMs = started - loadStart;     // near 0 after the first
         root.tlResult = result;
         output.textContent = "";
         const given = document.createElement("span");
@@ -226,7 +224,7 @@
           ? "The prompt is too long: " + root.tlError + "."
           : "The language model could not run here: " + root.tlError +
             (typeof WebAssembly !== "object" ? "."
-              : ". It needs the built book's files (ort/ and " + folder +
+              : ". It needs the built book's files (ort/ and " + FOLDER +
                 "/ at its root); in a notebook, sample with " +
                 "transformer_lib.translation.generate.");
       } finally {
@@ -240,7 +238,7 @@
     // for the tests: many samples without the controls, and the sampling
     // arithmetic alone
     root.tlGenerate = async (text, settings) =>
-      generate(await load(base, folder), text, settings);
+      generate(await load(base), text, settings);
     root.tlSampling = {xorshift32, probabilities, choose};
   };
 })();

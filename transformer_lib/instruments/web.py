@@ -109,11 +109,8 @@ class TranslatorBox:
         self.model = model
 
     def _repr_html_(self) -> str:
-        package = files(__package__)
-        scripts = "\n".join(package.joinpath(name).read_text()
-                            for name in ("onnx_page.js",
-                                         "attention_view.js",
-                                         "translator.js"))
+        scripts = _scripts("onnx_page.js", "attention_view.js",
+                           "translator.js")
         base = json.dumps(self.base)
         options = json.dumps({"ranking": self.ranking, "model": self.model}
                              ).replace("</", "<\\/")
@@ -134,6 +131,13 @@ class TranslatorBox:
                 '<div class="tl-tr-view"></div></div>'
                 + _start_script(scripts, box_id,
                                 f"tlTranslator(root,{base},{options})"))
+
+
+def _scripts(*names: str) -> str:
+    """The package's JavaScript files ``names``, in that order, as one
+    text (a box's output carries them: no file to serve)."""
+    package = files(__package__)
+    return "\n".join(package.joinpath(name).read_text() for name in names)
 
 
 def _box_id(prefix: str, *settings) -> str:
@@ -227,10 +231,7 @@ class LanguageModelBox:
         self.top_k, self.seed, self.base = top_k, seed, base
 
     def _repr_html_(self) -> str:
-        package = files(__package__)
-        scripts = "\n".join(package.joinpath(name).read_text()
-                            for name in ("onnx_page.js",
-                                         "language_model.js"))
+        scripts = _scripts("onnx_page.js", "language_model.js")
         box_id = _box_id("tl-lm", self.prompt, self.temperature,
                          self.top_k, self.seed, self.base)
         return (f'{_LM_STYLE}<div class="tl-lm" id="{box_id}">'
